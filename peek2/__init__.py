@@ -1,0 +1,61 @@
+"""peek2: a regex-free, mypyc-compiled Peek2 pre-tokenizer for byte-level BPE models.
+
+>>> import peek2
+>>> peek2.split("Hello world's 123!")
+['Hello', ' world', "'s", ' ', '123', '!']
+
+Set ``PEEK2_PURE=1`` before importing to run the plain-Python modules even where
+compiled ones are installed (for debugging, profiling, and comparing the two).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Optional, Sequence
+
+__version__ = "0.1.0"
+
+# Modules that setup.py compiles with mypyc; __init__ stays uncompiled so this switch works.
+COMPILED_MODULES = ("peek2._scan", "peek2._tables", "peek2.families", "peek2.pretokenizer")
+
+
+class _PureFinder:
+    """Meta-path finder that loads peek2's compiled modules from their .py sources."""
+
+    @staticmethod
+    def find_spec(
+        name: str, path: Optional[Sequence[str]] = None, target: Optional[ModuleType] = None
+    ) -> Optional[importlib.machinery.ModuleSpec]:
+        if name not in COMPILED_MODULES:
+            return None
+        source = os.path.join(os.path.dirname(__file__), name.rsplit(".", 1)[1] + ".py")
+        return importlib.util.spec_from_file_location(name, source)
+
+
+PURE = os.environ.get("PEEK2_PURE", "") == "1"
+if PURE:
+    sys.meta_path.insert(0, _PureFinder())
+
+# This is the public API of peek2.
+from peek2.families import FAMILIES as FAMILIES  # noqa: E402
+from peek2.families import PATTERNS as PATTERNS  # noqa: E402
+from peek2.families import UnsupportedPatternError as UnsupportedPatternError  # noqa: E402
+from peek2.pretokenizer import Peek2Pattern as Peek2Pattern  # noqa: E402
+from peek2.pretokenizer import split as split  # noqa: E402
+from peek2.pretokenizer import split_offsets as split_offsets  # noqa: E402
+
+
+def _is_extension(module_name: str) -> bool:
+    origin = getattr(sys.modules[module_name], "__file__", None) or ""
+    return origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+
+
+import peek2._scan  # noqa: E402,F401  (imported for COMPILED)
+import peek2._tables  # noqa: E402,F401
+
+COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES)
+"""True when every hot module is the mypyc-compiled extension (False in pure mode)."""

@@ -1,0 +1,118 @@
+"""The public pre-tokenizer: ``split`` / ``split_offsets`` and the ``Peek2Pattern`` they use.
+
+This is the boundary in front of the compiled scanner (``peek2._scan``): it checks
+types, resolves a family from a name or pattern string once (cached), and hands
+the scanner the family's category table and digit limit.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Union
+
+from peek2 import _scan
+from peek2._tables import CLASS_LETTER, CLASS_MARK, CLASS_OTHER, STAGE2
+from peek2.families import Family, find_family
+
+
+def _family_stage2(family: Family) -> bytes:
+    """The shared class table with marks mapped to the family's category for them."""
+    mapping = bytearray(range(256))
+    mapping[CLASS_MARK] = CLASS_LETTER if family.marks_are_letters else CLASS_OTHER
+    return STAGE2.translate(bytes(mapping))
+
+
+class Peek2Pattern:
+    """A pattern family ready to split text: build it from a family name or a pattern string.
+
+    >>> p = Peek2Pattern("llama3")
+    >>> p.split("Hello world's 12345!")
+    ['Hello', ' world', "'s", ' ', '123', '45', '!']
+    >>> p.split_offsets("Hi  there")
+    [(0, 2), (2, 3), (3, 9)]
+
+    Raises:
+        TypeError: the argument is not a str.
+        UnsupportedPatternError (a ValueError): not a supported family or pattern.
+    """
+
+    def __init__(self, pattern: str = "llama3") -> None:
+        family = find_family(pattern)
+        self.family: Final = family.name
+        self.pattern: Final = family.pattern
+        self._max_digits: Final = family.max_digits
+        self._stage2: Final = _family_stage2(family)
+
+    def split(self, text: str) -> list[str]:
+        """The pieces of ``text``; raises TypeError for non-str, ValueError for a lone surrogate."""
+        if not isinstance(text, str):
+            raise TypeError(_not_text(text))
+        return _scan.split_pieces(text, self._stage2, self._max_digits)
+
+    def split_offsets(self, text: str) -> list[tuple[int, int]]:
+        """The ``(start, end)`` character offsets of the pieces of ``text``."""
+        if not isinstance(text, str):
+            raise TypeError(_not_text(text))
+        return _scan.split_offsets(text, self._stage2, self._max_digits)
+
+    def split_ends(self, text: str) -> list[int]:
+        """The end offset of each piece (the compact form: starts are the previous ends)."""
+        if not isinstance(text, str):
+            raise TypeError(_not_text(text))
+        return _scan.split_ends(text, self._stage2, self._max_digits)
+
+    def __repr__(self) -> str:
+        return f"Peek2Pattern({self.family!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Peek2Pattern) and other.family == self.family
+
+    def __hash__(self) -> int:
+        return hash(self.family)
+
+    def __reduce__(self) -> tuple[type[Peek2Pattern], tuple[str]]:
+        return (Peek2Pattern, (self.family,))
+
+
+def _not_text(text: object) -> str:
+    hint = "; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""
+    return f"text must be str, not {type(text).__name__}{hint}"
+
+
+PatternLike = Union[str, Peek2Pattern]
+
+_RESOLVED: Final[dict[str, Peek2Pattern]] = {}
+
+
+def resolve(pattern: PatternLike) -> Peek2Pattern:
+    """``pattern`` as a Peek2Pattern; names and pattern strings are resolved once and cached."""
+    if isinstance(pattern, Peek2Pattern):
+        return pattern
+    resolved = _RESOLVED.get(pattern) if isinstance(pattern, str) else None
+    if resolved is None:
+        resolved = Peek2Pattern(pattern)
+        _RESOLVED[pattern] = resolved
+    return resolved
+
+
+def split(text: str, pattern: PatternLike = "llama3") -> list[str]:
+    """Split ``text`` into pieces exactly like ``Split(Regex(pattern), "isolated")`` of tokenizers.
+
+    >>> split("I've 1234 apples\\n\\n")
+    ['I', "'ve", ' ', '123', '4', ' apples', '\\n\\n']
+    >>> split("I've 1234", pattern="qwen2")
+    ['I', "'ve", ' ', '1', '2', '3', '4']
+
+    Raises:
+        TypeError: ``text`` is not a str.
+        ValueError: ``text`` holds a lone surrogate, or ``pattern`` is not supported.
+    """
+    return resolve(pattern).split(text)
+
+
+def split_offsets(text: str, pattern: PatternLike = "llama3") -> list[tuple[int, int]]:
+    """The ``(start, end)`` character offsets of ``split(text, pattern)``.
+
+    >>> split_offsets("Hi there")
+    [(0, 2), (2, 8)]
+    """
+    return resolve(pattern).split_offsets(text)

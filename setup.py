@@ -1,0 +1,35 @@
+"""Build: compile the hot modules with mypyc (the default), or nothing with PEEK2_PURE_BUILD=1.
+
+Compilation failures are errors, never a silent fallback to pure Python: the
+only pure build is the explicit one. ``pip install -e .`` compiles in place
+(setuptools runs build_ext --inplace for editable installs).
+"""
+
+import os
+
+from setuptools import setup
+
+# Sorted so that the generated C is deterministic. One compilation unit, so calls
+# and Final reads across these modules are early-bound.
+HOT_MODULES = sorted(
+    [
+        "peek2/_scan.py",
+        "peek2/_tables.py",
+        "peek2/families.py",
+        "peek2/pretokenizer.py",
+    ]
+)
+
+if os.environ.get("PEEK2_PURE_BUILD") == "1":
+    ext_modules = []
+else:
+    from mypyc.build import mypycify
+
+    ext_modules = mypycify(
+        ["--strict", "--warn-unreachable", *HOT_MODULES],
+        opt_level=os.environ.get("MYPYC_OPT_LEVEL", "3"),
+        debug_level=os.environ.get("MYPYC_DEBUG_LEVEL", "1"),
+        group_name="peek2",
+    )
+
+setup(ext_modules=ext_modules)

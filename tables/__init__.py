@@ -1,0 +1,1 @@
+"""Generator of peek2's Unicode category tables (see generate.py)."""
