@@ -13,6 +13,7 @@ from setuptools import setup
 # and Final reads across these modules are early-bound.
 HOT_MODULES = sorted(
     [
+        "peek2/_bpe.py",
         "peek2/_scan.py",
         "peek2/_tables.py",
         "peek2/families.py",

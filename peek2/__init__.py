@@ -10,6 +10,7 @@ compiled ones are installed (for debugging, profiling, and comparing the two).
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -20,7 +21,7 @@ from typing import Optional, Sequence
 __version__ = "0.1.0"
 
 # Modules that setup.py compiles with mypyc; __init__ stays uncompiled so this switch works.
-COMPILED_MODULES = ("peek2._scan", "peek2._tables", "peek2.families", "peek2.pretokenizer")
+COMPILED_MODULES = ("peek2._bpe", "peek2._scan", "peek2._tables", "peek2.families", "peek2.pretokenizer")
 
 
 class _PureFinder:
@@ -50,12 +51,9 @@ from peek2.pretokenizer import split_offsets as split_offsets  # noqa: E402
 
 
 def _is_extension(module_name: str) -> bool:
-    origin = getattr(sys.modules[module_name], "__file__", None) or ""
+    origin = getattr(importlib.import_module(module_name), "__file__", None) or ""
     return origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
-
-import peek2._scan  # noqa: E402,F401  (imported for COMPILED)
-import peek2._tables  # noqa: E402,F401
 
 COMPILED: bool = all(_is_extension(name) for name in COMPILED_MODULES)
 """True when every hot module is the mypyc-compiled extension (False in pure mode)."""

@@ -1,0 +1,48 @@
+"""The byte-level alphabet of GPT-2 style BPE: each byte is written as one printable character.
+
+``tokenizer.json`` files store tokens and merges in this alphabet ("Ġhello" is b" hello");
+peek2 converts them to raw bytes once, at load time, and works on bytes after that.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+def _byte_to_char() -> list[str]:
+    # Printable Latin-1 bytes stand for themselves; the others are shifted to U+0100 and up.
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    chars = [""] * 256
+    shift = 0
+    for byte in range(256):
+        if byte in printable:
+            chars[byte] = chr(byte)
+        else:
+            chars[byte] = chr(256 + shift)
+            shift += 1
+    return chars
+
+
+BYTE_TO_CHAR: Final = _byte_to_char()
+CHAR_TO_BYTE: Final = {char: byte for byte, char in enumerate(BYTE_TO_CHAR)}
+
+
+def to_bytes(token: str) -> bytes | None:
+    """The raw bytes a byte-level token stands for, or None if a character is outside the alphabet.
+
+    >>> to_bytes("Ġhello")
+    b' hello'
+    """
+    try:
+        return bytes([CHAR_TO_BYTE[char] for char in token])
+    except KeyError:
+        return None
+
+
+def to_chars(data: bytes) -> str:
+    """The byte-level spelling of raw bytes.
+
+    >>> to_chars(b" hi")
+    'Ġhi'
+    """
+    return "".join([BYTE_TO_CHAR[byte] for byte in data])

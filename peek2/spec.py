@@ -1,0 +1,48 @@
+"""What a loader hands the engine: a byte-level BPE tokenizer as plain data.
+
+Loaders (``peek2.formats``) read files and validate them; the engine
+(``peek2.tokenizer``) builds from a ``TokenizerSpec`` and never reads files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class TokenizerFormatError(ValueError):
+    """A tokenizer file that is malformed, truncated, or missing a field (the message names it)."""
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """A token matched in the raw text before pre-tokenization (``added_tokens`` of tokenizer.json)."""
+
+    id: int
+    content: str
+    special: bool = True
+    normalized: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    single_word: bool = False
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """A byte-level BPE tokenizer: vocabulary and merges in raw bytes, and the pipeline around them.
+
+    ``merges`` are in rank order (rank = index). ``prefix_ids``/``suffix_ids`` are what the
+    post-processor adds around a single sequence when ``add_special_tokens`` is true.
+    """
+
+    family: str
+    vocab: dict[bytes, int]
+    merges: list[tuple[bytes, bytes]]
+    ignore_merges: bool = False
+    added_tokens: list[AddedToken] = field(default_factory=list)
+    normalizer: str | None = None
+    prefix_ids: list[int] = field(default_factory=list)
+    suffix_ids: list[int] = field(default_factory=list)
+    byte_fallback: bool = False
+    unk_token: str | None = None
+    fuse_unk: bool = False
+    source: str = ""

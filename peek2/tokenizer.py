@@ -1,0 +1,359 @@
+"""``Tokenizer``: the whole pipeline of a byte-level BPE tokenizer.json, bit-exact with HuggingFace tokenizers.
+
+Pipeline of ``encode`` (the reference's order):
+1. added tokens are found in the raw text (leftmost-longest; ``lstrip``/``rstrip``/
+   ``single_word`` as the reference applies them) and become their ids;
+2. the rest is normalized (NFC for Qwen, with the Unicode version the reference uses);
+3. Peek2 pre-tokenization and byte-pair merges (``peek2._bpe``);
+4. the post-processor's ids (Llama-3.1's ``<|begin_of_text|>``) when ``add_special_tokens``.
+
+``decode`` maps ids back to bytes (the byte-level decoder) and decodes UTF-8 with
+U+FFFD for invalid sequences, like the reference.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Sequence
+
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable
+from peek2.families import FAMILIES
+from peek2.formats import hf_json
+from peek2.formats.byte_level import to_bytes
+from peek2.pretokenizer import Peek2Pattern, _family_stage2
+from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
+
+DEFAULT_CACHE_SIZE = 16_384
+"""Pieces kept in the piece cache (each at most 128 characters): a few MB at the most."""
+
+WHITESPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer (Llama-3, Qwen2/2.5/3 style) built from a ``TokenizerSpec``.
+
+    >>> tok = Tokenizer.from_file(DATA + "/tokenizers/llama3.1/tokenizer.json")  # doctest: +SKIP
+    >>> tok.encode("Hello world")  # doctest: +SKIP
+    [128000, 9906, 1917]
+    """
+
+    def __init__(self, spec: TokenizerSpec, *, cache_size: int = DEFAULT_CACHE_SIZE, _source: tuple = ()) -> None:
+        if not isinstance(spec, TokenizerSpec):
+            raise TypeError(f"spec must be a TokenizerSpec, not {type(spec).__name__}")
+        if not isinstance(cache_size, int) or cache_size < 0:
+            raise ValueError(f"cache_size must be a non-negative int, not {cache_size!r}")
+        self.spec = spec
+        self.family = spec.family
+        self.pattern = Peek2Pattern(spec.family)
+        self._source = _source
+        vocab = spec.vocab
+        max_id = max([*vocab.values(), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
+        if max_id >= 1 << ID_BITS:
+            raise TokenizerFormatError(f"{spec.source}: token id {max_id} is too large (at most {(1 << ID_BITS) - 1})")
+        self._id_bytes: list[bytes | None] = [None] * (max_id + 1)
+        for token, token_id in vocab.items():
+            self._id_bytes[token_id] = token
+        self._special_ids: set[int] = set()
+        self._added: list[AddedToken] = list(spec.added_tokens)
+        for added in self._added:
+            # The byte-level decoder maps a token's characters back to bytes when it can, else its UTF-8.
+            data = to_bytes(added.content)
+            self._id_bytes[added.id] = data if data is not None else added.content.encode("utf-8")
+            if added.special:
+                self._special_ids.add(added.id)
+        self._normalize = _normalizer(spec.normalizer)
+        family = FAMILIES[spec.family]
+        self._engine = BytePairEncoder(
+            vec[i64](_byte_ids(spec)),
+            _merge_table(spec),
+            {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)},
+            spec.ignore_merges,
+            _family_stage2(family),
+            family.max_digits,
+            cache_size,
+        )
+        self._raw_matcher = _AddedTokenMatcher([t for t in self._added if not t.normalized], lambda s: s)
+        self._normalized_matcher = _AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
+
+    # ==== Loading ====
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+        """Load a HuggingFace ``tokenizer.json``.
+
+        Raises:
+            FileNotFoundError: no such file.
+            TokenizerFormatError (ValueError): malformed or truncated file, or a missing field.
+            NotImplementedError: a model or pipeline step peek2 does not implement (named).
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+        spec = hf_json.load_file(path)
+        return cls(spec, cache_size=cache_size, _source=("file", os.fspath(path)))
+
+    @classmethod
+    def from_str(cls, json_text: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+        """Build from the text of a ``tokenizer.json``."""
+        if not isinstance(json_text, str):
+            raise TypeError(f"json_text must be str, not {type(json_text).__name__}")
+        return cls(hf_json.load_str(json_text), cache_size=cache_size)
+
+    # ==== Encoding ====
+
+    def encode(self, text: str, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
+        """The ids of ``text``, exactly as ``tokenizers.Tokenizer.encode(text, add_special_tokens).ids``.
+
+        ``split_special_tokens=True`` treats special-token strings in ``text`` as plain text
+        (for untrusted input: "<|eot_id|>" typed by a user is not the end-of-turn token);
+        non-special added tokens are still matched, as in the reference's ``encode_special_tokens``.
+
+        Raises:
+            TypeError: ``text`` is not a str.
+            ValueError: ``text`` holds a lone surrogate.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        out: list[int] = list(self.spec.prefix_ids) if add_special_tokens else []
+        for segment, token_id in self._segments(text, split_special_tokens):
+            if token_id >= 0:
+                out.append(token_id)
+            else:
+                self._engine.encode(segment, out)
+        if add_special_tokens:
+            out.extend(self.spec.suffix_ids)
+        return out
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The ids of ``text`` with every added-token string treated as text and nothing added around it."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        out: list[int] = []
+        self._engine.encode(self._normalize(text), out)
+        return out
+
+    def encode_batch(
+        self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
+    ) -> list[list[int]]:
+        """``[encode(text) for text in texts]``."""
+        if isinstance(texts, str):
+            raise TypeError("encode_batch expects a sequence of str, not a single str")
+        return [self.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in texts]
+
+    def count(self, text: str, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> int:
+        """``len(encode(text, ...))`` without building the list of ids (for token budgets)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        total = len(self.spec.prefix_ids) + len(self.spec.suffix_ids) if add_special_tokens else 0
+        for segment, token_id in self._segments(text, split_special_tokens):
+            total += 1 if token_id >= 0 else self._engine.count(segment)
+        return total
+
+    def _segments(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
+        """``text`` cut into normalized text segments (id -1) and added tokens (their id)."""
+        out: list[tuple[str, int]] = []
+        for segment, token_id in self._raw_matcher.split(text, split_special_tokens):
+            if token_id >= 0:
+                out.append((segment, token_id))
+                continue
+            normalized = self._normalize(segment)
+            out.extend(self._normalized_matcher.split(normalized, split_special_tokens))
+        return out
+
+    # ==== Decoding ====
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """The text of ``ids``, as ``tokenizers.Tokenizer.decode``; invalid UTF-8 becomes U+FFFD.
+
+        Raises:
+            TypeError: ``ids`` is not a sequence of int.
+            ValueError: an id is negative or not in the vocabulary.
+        """
+        return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", errors="replace")
+
+    def decode_bytes(self, ids: Sequence[int], skip_special_tokens: bool = False) -> bytes:
+        """The bytes of ``ids`` (no UTF-8 decoding)."""
+        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
+        table = self._id_bytes
+        special = self._special_ids
+        parts: list[bytes] = []
+        for token_id in ids:
+            if not isinstance(token_id, int) or isinstance(token_id, bool):
+                raise TypeError(f"ids must be int, not {type(token_id).__name__} ({token_id!r})")
+            data = table[token_id] if 0 <= token_id < len(table) else None
+            if data is None:
+                raise ValueError(f"token id {token_id} is not in the vocabulary (0..{len(table) - 1})")
+            if skip_special_tokens and token_id in special:
+                continue
+            parts.append(data)
+        return b"".join(parts)
+
+    def decode_batch(self, batch: Iterable[Sequence[int]], skip_special_tokens: bool = False) -> list[str]:
+        """``[decode(ids) for ids in batch]``."""
+        return [self.decode(ids, skip_special_tokens) for ids in batch]
+
+    # ==== Vocabulary ====
+
+    @property
+    def vocab_size(self) -> int:
+        """One more than the largest id (the size of an embedding table for this tokenizer)."""
+        return len(self._id_bytes)
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of an added token's content or of a byte-level vocabulary token, else None."""
+        for added in self._added:
+            if added.content == token:
+                return added.id
+        data = to_bytes(token)
+        return self.spec.vocab.get(data) if data is not None else None
+
+    def id_to_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token."""
+        return self.decode_bytes([token_id])
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """Content -> id of the special added tokens."""
+        return {t.content: t.id for t in self._added if t.special}
+
+    # ==== Pickling: by source, not by vocabulary ====
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        if not self._source:
+            raise TypeError("this Tokenizer was built from a spec in memory: pickle needs one loaded from a file")
+        return (_rebuild, (self._source, self._engine.cache_size))
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(family={self.family!r}, vocab_size={self.vocab_size}, source={self.spec.source!r})"
+
+
+def _rebuild(source: tuple[str, ...], cache_size: int) -> Tokenizer:
+    kind, argument = source[0], source[1]
+    if kind == "file":
+        return Tokenizer.from_file(argument, cache_size=cache_size)
+    raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
+
+
+class _AddedTokenMatcher:
+    """Finds added tokens in text: leftmost-longest, non-overlapping, like the reference's Aho-Corasick."""
+
+    def __init__(self, tokens: list[AddedToken], normalize: object) -> None:
+        self.by_first: dict[str, list[tuple[str, AddedToken]]] = {}
+        for token in tokens:
+            content = normalize(token.content) if callable(normalize) else token.content
+            if content:
+                self.by_first.setdefault(content[0], []).append((content, token))
+        for group in self.by_first.values():
+            group.sort(key=lambda item: -len(item[0]))  # longest first at one position
+        self.first_chars = list(self.by_first)
+
+    def split(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
+        if not self.first_chars or not any(c in text for c in self.first_chars):
+            return [(text, -1)] if text else []
+        out: list[tuple[str, int]] = []
+        done = 0  # end of what is already in ``out``
+        at = 0
+        n = len(text)
+        while at < n:
+            hit = self._find(text, at)
+            if hit is None:
+                break
+            start, content, token = hit
+            stop = start + len(content)
+            at = stop  # matches never overlap, even a discarded one (as the reference iterates)
+            if split_special_tokens and token.special:
+                continue
+            if token.single_word and (
+                (start > 0 and _is_word_char(text[start - 1])) or (stop < n and _is_word_char(text[stop]))
+            ):
+                continue
+            if token.lstrip:
+                while start > done and text[start - 1] in WHITESPACE:
+                    start -= 1
+            if token.rstrip:
+                while stop < n and text[stop] in WHITESPACE:
+                    stop += 1
+                at = stop
+            if done < start:
+                out.append((text[done:start], -1))
+            out.append((text[start:stop], token.id))
+            done = stop
+        if done < n:
+            out.append((text[done:], -1))
+        return out
+
+    def _find(self, text: str, at: int) -> tuple[int, str, AddedToken] | None:
+        """The leftmost match at or after ``at``; the longest among those starting there."""
+        while True:
+            positions = [p for p in (text.find(c, at) for c in self.first_chars) if p >= 0]
+            if not positions:
+                return None
+            start = min(positions)
+            for content, token in self.by_first[text[start]]:
+                if text.startswith(content, start):
+                    return start, content, token
+            at = start + 1
+
+
+def _is_word_char(char: str) -> bool:
+    # Rust regex \w: alphabetic, marks, decimal digits, connector punctuation, joiners.
+    import unicodedata2
+
+    category = unicodedata2.category(char)
+    return category[0] in "LM" or category in ("Nd", "Nl", "Pc") or char in "\u200c\u200d"
+
+
+def _normalizer(name: str | None):  # type: ignore[no-untyped-def]
+    if name is None:
+        return lambda text: text
+    if name == "NFC":
+        import unicodedata2
+
+        def nfc(text: str) -> str:
+            # ASCII is always NFC; this skips the normalizer for most English and code.
+            return text if text.isascii() else unicodedata2.normalize("NFC", text)
+
+        return nfc
+    raise NotImplementedError(f"normalizer {name!r} is not supported")
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _byte_ids(spec: TokenizerSpec) -> list[int]:
+    ids = []
+    for byte in range(256):
+        token_id = spec.vocab.get(bytes([byte]))
+        if token_id is None and spec.byte_fallback:
+            token_id = spec.vocab.get(f"<0x{byte:02X}>".encode())
+        if token_id is None and spec.unk_token is not None:
+            token_id = spec.vocab.get(spec.unk_token.encode("utf-8"))
+        if token_id is None:
+            raise TokenizerFormatError(
+                f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X} and no byte_fallback or unk_token"
+            )
+        ids.append(token_id)
+    return ids
+
+
+def _merge_table(spec: TokenizerSpec) -> MergeTable:
+    vocab = spec.vocab
+    table: dict[int, int] = {}  # a later duplicate of a pair replaces the earlier, as in the reference
+    for rank, (left, right) in enumerate(spec.merges):
+        left_id, right_id, merged_id = vocab.get(left), vocab.get(right), vocab.get(left + right)
+        if left_id is None or right_id is None or merged_id is None:
+            missing = [t for t, i in ((left, left_id), (right, right_id), (left + right, merged_id)) if i is None]
+            raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
+        table[left_id * PAIR_STRIDE + right_id] = (rank << ID_BITS) | merged_id
+    return MergeTable(list(table), list(table.values()))
