@@ -27,7 +27,6 @@ Performance notes (scripts/bench_encode.py, compiled):
 
 from __future__ import annotations
 
-import heapq
 from typing import Final
 
 from librt.vecs import append, vec
@@ -42,7 +41,7 @@ ID_MASK: Final = (1 << ID_BITS) - 1
 # probes the same dict slots (measured: 16 us per CJK piece instead of 1).
 PAIR_STRIDE: Final = 1_048_583  # a prime above 1 << ID_BITS
 POS_MASK: Final = 0xFFFFFFFF
-HEAP_MIN_BYTES: Final = 1024
+HEAP_MIN_BYTES: Final = 256
 NO_MERGE: Final = 1 << 60  # above every merge value, and a tagged (unboxed) int
 CACHE_MAX_CHARS: Final = 128
 
@@ -165,8 +164,7 @@ class BytePairEncoder:
         """The ids of one piece's bytes after all merges."""
         if len(data) < HEAP_MIN_BYTES:
             return _merge_scan(data, self.byte_ids, self.merges)
-        byte_ids = self.byte_ids
-        return _merge_heap([byte_ids[b] for b in data], self.merges)
+        return _merge_heap(data, self.byte_ids, self.merges)
 
 def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int]:
     """Merge by scanning an array of pair values for the best: fast for short and medium pieces.
@@ -203,41 +201,83 @@ def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
     return [ids[k] for k in range(size)]
 
 
-def _merge_heap(ids: list[int], merges: MergeTable) -> list[int]:
-    """Merge with a heap of candidate pairs over a linked list of symbols: n log n for long pieces."""
-    size: i64 = len(ids)
-    following: list[int] = list(range(1, size + 1))
+def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int]:
+    """Merge with a heap of candidate pairs over a linked list of symbols: n log n for long pieces.
+
+    Heap entries are ``rank << 32 | position`` (position of the pair's left symbol), so the
+    smallest is the lowest rank, leftmost: the same order as ``_merge_scan``. An entry whose
+    pair changed since it was pushed is skipped when popped.
+    """
+    size: i64 = len(data)
+    ids = vec[i64]([0] * size)
+    following = vec[i64]([0] * size)
+    preceding = vec[i64]([0] * size)
+    for k in range(size):
+        ids[k] = byte_ids[data[k]]
+        following[k] = k + 1
+        preceding[k] = k - 1
     following[size - 1] = -1
-    preceding: list[int] = list(range(-1, size - 1))
-    alive = [True] * size
-    heap: list[int] = []
+    heap = vec[i64]([0] * (3 * size))  # n - 1 initial entries, at most 2 more per merge
+    count: i64 = 0
     for k in range(size - 1):
         value = merges.get(ids[k] * PAIR_STRIDE + ids[k + 1])
         if value != NO_MERGE:
-            heap.append(((value >> ID_BITS) << 32) | k)
-    heapq.heapify(heap)
-    while heap:
-        entry = heapq.heappop(heap)
+            count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | k)
+    while count > 0:
+        entry = heap[0]
+        count = _heap_pop(heap, count)
         rank = entry >> 32
         at = entry & POS_MASK
         nxt = following[at]
-        if not alive[at] or nxt < 0:
+        if ids[at] < 0 or nxt < 0:
             continue
         value = merges.get(ids[at] * PAIR_STRIDE + ids[nxt])
         if value == NO_MERGE or (value >> ID_BITS) != rank:
             continue  # stale: a neighbour merged since this pair was pushed
         ids[at] = value & ID_MASK
-        alive[nxt] = False
+        ids[nxt] = -1  # dead
         after = following[nxt]
         following[at] = after
         if after >= 0:
             preceding[after] = at
             value = merges.get(ids[at] * PAIR_STRIDE + ids[after])
             if value != NO_MERGE:
-                heapq.heappush(heap, ((value >> ID_BITS) << 32) | at)
+                count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | at)
         before = preceding[at]
         if before >= 0:
             value = merges.get(ids[before] * PAIR_STRIDE + ids[at])
             if value != NO_MERGE:
-                heapq.heappush(heap, ((value >> ID_BITS) << 32) | before)
-    return [ids[k] for k in range(size) if alive[k]]
+                count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | before)
+    return [ids[k] for k in range(size) if ids[k] >= 0]
+
+
+def _heap_push(heap: vec[i64], count: i64, item: i64) -> i64:
+    """Add item to the min-heap of ``count`` entries in ``heap``; returns the new count."""
+    at = count
+    while at > 0:
+        parent = (at - 1) >> 1
+        if heap[parent] <= item:
+            break
+        heap[at] = heap[parent]
+        at = parent
+    heap[at] = item
+    return count + 1
+
+
+def _heap_pop(heap: vec[i64], count: i64) -> i64:
+    """Remove the smallest entry (heap[0]); returns the new count."""
+    count -= 1
+    last = heap[count]
+    at: i64 = 0
+    while True:
+        child = 2 * at + 1
+        if child >= count:
+            break
+        if child + 1 < count and heap[child + 1] < heap[child]:
+            child += 1
+        if last <= heap[child]:
+            break
+        heap[at] = heap[child]
+        at = child
+    heap[at] = last
+    return count

@@ -98,6 +98,75 @@ class Tokenizer:
         return cls(spec, cache_size=cache_size, _source=("file", os.fspath(path)))
 
     @classmethod
+    def from_pretrained(cls, name_or_dir: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+        """Load a named model (``"llama3"``, ``"qwen2.5"``, ... see ``peek2.models``), a local folder
+        holding a tokenizer.json, or a HuggingFace hub repository through ``huggingface_hub``
+        (its cache, or the network) when that package is installed.
+
+        Raises:
+            peek2.models.ModelNotFoundError (LookupError): a named model with no files on this machine.
+            ValueError: not a named model, a local path, or a hub repository that could be fetched.
+        """
+        from peek2 import models
+
+        if not isinstance(name_or_dir, (str, os.PathLike)):
+            raise TypeError(f"name_or_dir must be a str or os.PathLike, not {type(name_or_dir).__name__}")
+        name = os.fspath(name_or_dir)
+        if name in models.MODELS or os.path.exists(name):
+            source = models.resolve_model(name)
+            return cls(source.load(), cache_size=cache_size, _source=("pretrained", name))
+        if name.count("/") != 1:
+            raise ValueError(
+                f"{name!r} is not a named model ({', '.join(models.MODELS)}), an existing path, "
+                "nor a hub repository id of the form 'org/name'"
+            )
+        try:
+            from huggingface_hub import hf_hub_download
+        except ImportError:
+            raise ValueError(
+                f"{name!r} is not a named model ({', '.join(models.MODELS)}) nor a local path; "
+                "to load a hub repository install huggingface_hub"
+            ) from None
+        path = hf_hub_download(repo_id=name, filename="tokenizer.json")
+        return cls(hf_json.load_file(path), cache_size=cache_size, _source=("file", path))
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        pattern: str = "llama3",
+        special_tokens: dict[str, int] | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> Tokenizer:
+        """Load a tiktoken rank file (``.tiktoken``, Llama-3's ``tokenizer.model``), tiktoken's way.
+
+        The merges are rebuilt from the ranks (every split of each token into two tokens, by rank),
+        and a piece that is a whole token is that token, as in tiktoken; ``special_tokens`` maps
+        content -> id. For Meta's Llama-3 ``tokenizer.model`` with its special tokens, the ids equal
+        those of the Llama-3 tokenizer.json.
+        """
+        from peek2.formats.tiktoken_file import converter_merges, load_ranks
+        from peek2.families import find_family
+
+        family = find_family(pattern).name
+        specials = dict(special_tokens or {})
+        for content, token_id in specials.items():
+            if not isinstance(content, str) or not isinstance(token_id, int):
+                raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
+        ranks = load_ranks(path)
+        spec = TokenizerSpec(
+            family=family,
+            vocab=ranks,
+            merges=converter_merges(ranks),
+            ignore_merges=True,
+            added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in specials.items()],
+            source=os.fspath(path),
+        )
+        source = ("tiktoken", os.fspath(path), family, tuple(sorted(specials.items())))
+        return cls(spec, cache_size=cache_size, _source=source)
+
+    @classmethod
     def from_str(cls, json_text: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Build from the text of a ``tokenizer.json``."""
         if not isinstance(json_text, str):
@@ -164,6 +233,12 @@ class Tokenizer:
             normalized = self._normalize(segment)
             out.extend(self._normalized_matcher.split(normalized, split_special_tokens))
         return out
+
+    def normalize(self, text: str) -> str:
+        """``text`` as the model's normalizer leaves it (NFC for Qwen; unchanged for Llama-3)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._normalize(text)
 
     # ==== Decoding ====
 
@@ -233,10 +308,14 @@ class Tokenizer:
         return f"Tokenizer(family={self.family!r}, vocab_size={self.vocab_size}, source={self.spec.source!r})"
 
 
-def _rebuild(source: tuple[str, ...], cache_size: int) -> Tokenizer:
-    kind, argument = source[0], source[1]
+def _rebuild(source: tuple, cache_size: int) -> Tokenizer:  # type: ignore[type-arg]
+    kind = source[0]
     if kind == "file":
-        return Tokenizer.from_file(argument, cache_size=cache_size)
+        return Tokenizer.from_file(source[1], cache_size=cache_size)
+    if kind == "pretrained":
+        return Tokenizer.from_pretrained(source[1], cache_size=cache_size)
+    if kind == "tiktoken":
+        return Tokenizer.from_tiktoken(source[1], pattern=source[2], special_tokens=dict(source[3]), cache_size=cache_size)
     raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
 
 
@@ -357,3 +436,34 @@ def _merge_table(spec: TokenizerSpec) -> MergeTable:
             raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
         table[left_id * PAIR_STRIDE + right_id] = (rank << ID_BITS) | merged_id
     return MergeTable(list(table), list(table.values()))
+
+
+_NAMED: dict[str, Tokenizer] = {}
+
+
+def named(model: str) -> Tokenizer:
+    """The Tokenizer of a named model (or tokenizer.json path), loaded once per process."""
+    tokenizer = _NAMED.get(model)
+    if tokenizer is None:
+        tokenizer = Tokenizer.from_pretrained(model)
+        _NAMED[model] = tokenizer
+    return tokenizer
+
+
+def encode(text: str, model: str = "llama3", add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
+    """``Tokenizer.from_pretrained(model).encode(text, ...)``, with the tokenizer kept for later calls.
+
+    >>> encode("Hello world")  # doctest: +SKIP
+    [9906, 1917]
+    """
+    return named(model).encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
+
+
+def decode(ids: Sequence[int], model: str = "llama3", skip_special_tokens: bool = False) -> str:
+    """``Tokenizer.from_pretrained(model).decode(ids, ...)``, with the tokenizer kept for later calls."""
+    return named(model).decode(ids, skip_special_tokens)
+
+
+def count(text: str, model: str = "llama3", add_special_tokens: bool = True) -> int:
+    """``len(encode(text, model))`` without building the ids."""
+    return named(model).count(text, add_special_tokens)

@@ -166,7 +166,7 @@ def _normalizer(raw: Any, source: str) -> str | None:
         raise NotImplementedError(
             f"{source}: normalizer {kind!r} is not supported (supported: none, {', '.join(SUPPORTED_NORMALIZERS)})"
         )
-    return kind
+    return str(kind)
 
 
 def _family(raw: Any, source: str) -> str:

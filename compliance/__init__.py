@@ -1,0 +1,1 @@
+"""Bit-exact compliance runs of peek2 against HuggingFace tokenizers (the reference)."""

@@ -1,0 +1,44 @@
+"""The reference: HuggingFace tokenizers' ``Split(Regex(pattern), behavior="isolated")``.
+
+Pieces come with character offsets, as ``pre_tokenize_str`` reports them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+Pieces = list[tuple[str, tuple[int, int]]]
+
+
+def reference_split(family_or_pattern: str) -> Callable[[str], Pieces]:
+    """The reference splitter for a peek2 family name or a pattern string."""
+    from tokenizers import Regex, pre_tokenizers
+
+    import peek2
+
+    pattern = peek2.PATTERNS.get(family_or_pattern, family_or_pattern)
+    splitter: Callable[[str], Pieces] = pre_tokenizers.Split(Regex(pattern), behavior="isolated").pre_tokenize_str
+    return splitter
+
+
+def peek2_split(family: str) -> Callable[[str], Pieces]:
+    """peek2's pieces and offsets in the reference's shape."""
+    import peek2
+
+    pattern = peek2.Peek2Pattern(family)
+
+    def run(text: str) -> Pieces:
+        return list(zip(pattern.split(text), pattern.split_offsets(text)))
+
+    return run
+
+
+def first_mismatch(expected: list, got: list, context: int = 2) -> str:  # type: ignore[type-arg]
+    """A readable account of where two lists of pieces (or ids) first differ."""
+    k = next((k for k, (e, g) in enumerate(zip(expected, got)) if e != g), min(len(expected), len(got)))
+    lo = max(0, k - context)
+    return (
+        f"first difference at item {k} (reference {len(expected)} items, peek2 {len(got)}):\n"
+        f"  reference {expected[lo:k + context + 1]!r}\n"
+        f"  peek2     {got[lo:k + context + 1]!r}"
+    )

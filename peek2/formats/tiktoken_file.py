@@ -1,0 +1,131 @@
+"""Read tiktoken rank files (``*.tiktoken``, Llama-3's ``tokenizer.model``) and rebuild their merges.
+
+A rank file lists every token once, as ``<base64 bytes> <rank>`` per line, with ranks
+0, 1, 2, ... in some order. It has no merges: BPE on ranks merges, at each step, the
+adjacent pair whose concatenation has the lowest rank. Two ways to turn that into the
+merge list of a HuggingFace ``tokenizer.json``:
+
+- ``recover_merges``: one merge per token, the two parts that byte-pair merging with
+  lower ranks only ends on (minbpe's ``recover_merges``). Qwen's tokenizer.json merges
+  are exactly these.
+- ``converter_merges``: every split of a token into two tokens, as HuggingFace's
+  tiktoken converter writes them (Llama-3's tokenizer.json: 280,147 merges for 127,744
+  tokens). Used with ``ignore_merges`` this is tiktoken's own algorithm.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+
+
+def load_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
+    """Token bytes -> rank, from the rank file at ``path``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a malformed line, a repeated token or rank, or ranks that are not
+            exactly 0..n-1 (the message names the file and line).
+    """
+    source = os.fspath(path)
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return parse_ranks(data, source)
+
+
+def parse_ranks(data: bytes, source: str = "<bytes>") -> dict[bytes, int]:
+    """Token bytes -> rank, from rank file content; ``source`` names it in error messages.
+
+    >>> parse_ranks(b"YQ== 0\\nYg== 1\\nYWI= 2\\n")
+    {b'a': 0, b'b': 1, b'ab': 2}
+    """
+    ranks: dict[bytes, int] = {}
+    line_of_rank: dict[int, int] = {}
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line:
+            continue
+        fields = line.split()
+        if len(fields) != 2 or not fields[1].isdigit():
+            raise ValueError(f"{source}:{number}: expected '<base64 token> <rank>', got {line[:80]!r}")
+        try:
+            token = base64.b64decode(fields[0], validate=True)
+        except binascii.Error:
+            raise ValueError(f"{source}:{number}: token {fields[0][:80]!r} is not valid base64") from None
+        rank = int(fields[1])
+        if not token:
+            raise ValueError(f"{source}:{number}: empty token")
+        if token in ranks:
+            raise ValueError(f"{source}:{number}: token {token!r} repeated (first has rank {ranks[token]})")
+        if rank in line_of_rank:
+            raise ValueError(f"{source}:{number}: rank {rank} repeated (first on line {line_of_rank[rank]})")
+        ranks[token] = rank
+        line_of_rank[rank] = number
+    if ranks and max(line_of_rank) != len(ranks) - 1:
+        missing = min(set(range(len(ranks))) - line_of_rank.keys())
+        raise ValueError(f"{source}: ranks are not contiguous: {len(ranks)} tokens but rank {missing} is missing")
+    return ranks
+
+
+def _final_parts(token: bytes, ranks: dict[bytes, int], below: int) -> list[bytes]:
+    """The parts byte-pair merging leaves of ``token`` when only ranks under ``below`` may merge."""
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 1:
+        best = below
+        best_at = -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1], below)
+            if rank < best:
+                best = rank
+                best_at = i
+        if best_at < 0:
+            break
+        parts[best_at : best_at + 2] = [parts[best_at] + parts[best_at + 1]]
+    return parts
+
+
+def _by_rank(ranks: dict[bytes, int]) -> list[bytes]:
+    tokens = [b""] * len(ranks)
+    for token, rank in ranks.items():
+        tokens[rank] = token
+    return tokens
+
+
+def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """One merge per multi-byte token, in rank order: the pair it is built from by BPE on lower ranks.
+
+    Raises ``ValueError`` naming the token when lower ranks do not build it from exactly two parts.
+
+    >>> recover_merges({b"a": 0, b"b": 1, b"ab": 2, b"abb": 3})
+    [(b'a', b'b'), (b'ab', b'b')]
+    """
+    merges: list[tuple[bytes, bytes]] = []
+    for rank, token in enumerate(_by_rank(ranks)):
+        if len(token) == 1:
+            continue
+        parts = _final_parts(token, ranks, rank)
+        if len(parts) != 2:
+            raise ValueError(
+                f"token {token!r} (rank {rank}) is not one merge of lower-ranked tokens: "
+                f"byte-pair merging ends on {len(parts)} parts {parts!r}"
+            )
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def converter_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """Every split of each token into two tokens, ordered by the token's rank, then the parts' ranks.
+
+    This is the merge list HuggingFace's tiktoken converter writes into tokenizer.json
+    (the parts may rank higher than the token they make).
+
+    >>> converter_merges({b"a": 0, b"b": 1, b"ab": 2, b"bb": 3, b"abb": 4})
+    [(b'a', b'b'), (b'b', b'b'), (b'a', b'bb'), (b'ab', b'b')]
+    """
+    merges: list[tuple[bytes, bytes]] = []
+    for token in _by_rank(ranks):
+        splits = [(token[:i], token[i:]) for i in range(1, len(token))]
+        found = [(ranks[left], ranks[right], left, right) for left, right in splits if left in ranks and right in ranks]
+        found.sort()
+        merges.extend((left, right) for _, _, left, right in found)
+    return merges

@@ -1,0 +1,75 @@
+"""Benchmark corpora, built deterministically from XNLI and the Python standard library.
+
+xnli       all dev premises and hypotheses (15 languages), one per line
+english    English XNLI sentences (test + dev) as paragraphs of 8 sentences
+code       the standard library's .py files, sorted by path
+cjk        Chinese XNLI sentences (test + dev), one per line
+sentences  XNLI dev sentences of all languages, as a list encoded one by one
+
+Each text corpus is cut to ``size`` characters (default about 1 MB).
+"""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from compliance.xnli import iter_xnli_tsv  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "xnli"
+TEXT_CORPORA = ("xnli", "english", "code", "cjk")
+ALL_CORPORA = (*TEXT_CORPORA, "sentences")
+
+
+def _sentences(folder: Path, splits: tuple[str, ...], language: str | None = None) -> list[str]:
+    return [
+        text
+        for row in iter_xnli_tsv(folder, splits)
+        if language is None or row.language == language
+        for text in (row.premise, row.hypothesis)
+    ]
+
+
+def _stdlib_code(size: int) -> str:
+    parts: list[str] = []
+    total = 0
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py")):
+        if "site-packages" in path.parts or "test" in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        parts.append(text)
+        total += len(text)
+        if total >= size:
+            break
+    return "".join(parts)
+
+
+def text_corpus(name: str, folder: Path = DEFAULT_DATA, size: int = 1_000_000) -> str:
+    """One of TEXT_CORPORA, cut to ``size`` characters."""
+    if name == "xnli":
+        text = "\n".join(_sentences(folder, ("dev",)))
+    elif name == "english":
+        english = _sentences(folder, ("test", "dev"), "en")
+        text = "\n\n".join(" ".join(english[k : k + 8]) for k in range(0, len(english), 8))
+    elif name == "code":
+        text = _stdlib_code(size)
+    elif name == "cjk":
+        text = "\n".join(_sentences(folder, ("test", "dev"), "zh"))
+    else:
+        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(TEXT_CORPORA)}")
+    return text[:size]
+
+
+def sentence_corpus(folder: Path = DEFAULT_DATA, count: int = 20_000) -> list[str]:
+    """XNLI dev sentences, every language, interleaved so each language is represented."""
+    sentences = _sentences(folder, ("dev",))
+    step = max(1, len(sentences) // count)
+    return sentences[::step][:count]

@@ -1,0 +1,48 @@
+"""Shared fixtures: the data folder (../shared/data by default), the families, the reference.
+
+The data folder holds XNLI and the tokenizer.json files; tests never skip when it
+is missing: they fail, naming the folder and the option that sets it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # noqa
+    sys.path.insert(0, str(ROOT))  # compliance/ and tables/ are importable from the checkout
+
+from compliance.reference import peek2_split as ours  # noqa: E402
+from compliance.reference import reference_split  # noqa: E402
+
+import peek2  # noqa: E402
+
+FAMILIES = [pytest.param(name, id=name) for name in peek2.PATTERNS]
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--data",
+        default=os.environ.get("PEEK2_DATA", str(DEFAULT_DATA)),
+        help="folder with xnli/ and tokenizers/ (default: $PEEK2_DATA or ../shared/data)",
+    )
+
+
+@pytest.fixture(scope="session")
+def data_dir(request: pytest.FixtureRequest) -> Path:
+    path = Path(request.config.getoption("--data"))
+    if not (path / "xnli").is_dir():
+        pytest.fail(f"test data not found: {path}/xnli is missing (set --data or PEEK2_DATA)", pytrace=False)
+    return path
+
+
+def fuzz_examples(default: int) -> int:
+    """Hypothesis budget: PEEK2_FUZZ_EXAMPLES overrides the test's default."""
+    return int(os.environ.get("PEEK2_FUZZ_EXAMPLES", default))
+
+
+__all__ = ["FAMILIES", "fuzz_examples", "ours", "reference_split"]

@@ -1,0 +1,117 @@
+"""The public API: types, errors and their messages, empty input, pickling, docstring examples."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+from tokenizers import Regex, pre_tokenizers
+
+import peek2
+import peek2.families
+import peek2.pretokenizer
+from conftest import FAMILIES
+
+
+def test_split_and_offsets_agree() -> None:
+    text = "Hello world's 12345!\r\n\tok"
+    pieces = peek2.split(text)
+    offsets = peek2.split_offsets(text)
+    assert [text[a:b] for a, b in offsets] == pieces
+    assert "".join(pieces) == text
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_empty_text(family: str) -> None:
+    assert peek2.split("", family) == []
+    assert peek2.split_offsets("", family) == []
+
+
+@pytest.mark.parametrize("bad", [b"bytes", 5, None, ["a"]])
+def test_non_str_text_is_type_error(bad: object) -> None:
+    # Compiled, mypyc checks the annotation first ("str object expected; got bytes"); pure,
+    # the explicit check does ("text must be str, not bytes"): both name the type received.
+    got = "None" if bad is None else type(bad).__name__
+    with pytest.raises(TypeError, match=f"str.*{got}"):
+        peek2.split(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"str.*{got}"):
+        peek2.split_offsets(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"str.*{got}"):
+        peek2.Peek2Pattern("qwen2").split(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", ["\ud83d", "ok \udc00 ok", "abc\ud800", "'\ud800s", "12\udfff3"])
+def test_lone_surrogate_is_value_error_like_reference(text: str) -> None:
+    reference = pre_tokenizers.Split(Regex(peek2.PATTERNS["llama3"]), behavior="isolated")
+    with pytest.raises(Exception):
+        reference.pre_tokenize_str(text)  # the reference refuses it too
+    index = next(k for k, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF)
+    with pytest.raises(ValueError, match=f"lone surrogate U\\+{ord(text[index]):04X} at index {index}"):
+        peek2.split(text)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        peek2.split_offsets(text)
+
+
+def test_pattern_from_name_and_from_string() -> None:
+    for name, pattern in peek2.PATTERNS.items():
+        assert peek2.Peek2Pattern(name) == peek2.Peek2Pattern(pattern)
+        assert peek2.Peek2Pattern(pattern).family == name
+        assert peek2.Peek2Pattern(name).pattern == pattern
+    assert peek2.split("a 1234", peek2.PATTERNS["qwen2"]) == ["a", " ", "1", "2", "3", "4"]
+
+
+def test_unknown_family_lists_families() -> None:
+    with pytest.raises(peek2.UnsupportedPatternError, match="llama3, qwen2, qwen3.5") as info:
+        peek2.split("x", "gpt2")
+    assert isinstance(info.value, ValueError)
+
+
+def test_unsupported_pattern_names_the_difference() -> None:
+    # tiktoken's own cl100k string splits "  \n  " differently from the HF form: refused, not approximated.
+    tiktoken_cl100k = (
+        r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+        r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+    )
+    with pytest.raises(peek2.UnsupportedPatternError, match="unsupported pre-tokenizer pattern"):
+        peek2.Peek2Pattern(tiktoken_cl100k)
+    almost = peek2.PATTERNS["llama3"].replace("{1,3}", "{1,4}")
+    with pytest.raises(peek2.UnsupportedPatternError, match="nearest family 'llama3' differs at character"):
+        peek2.Peek2Pattern(almost)
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"llama3"])
+def test_non_str_pattern_is_type_error(bad: object) -> None:
+    got = "None" if bad is None else type(bad).__name__
+    with pytest.raises(TypeError, match=f"str.*{got}"):
+        peek2.Peek2Pattern(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"str.*{got}"):
+        peek2.split("text", bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pattern_pickles_by_family(family: str) -> None:
+    pattern = peek2.Peek2Pattern(family)
+    data = pickle.dumps(pattern)
+    assert len(data) < 200  # by name, not by table
+    again = pickle.loads(data)
+    assert again == pattern and again.split("Don't 1234") == pattern.split("Don't 1234")
+
+
+def test_docstring_examples() -> None:
+    # doctest cannot see into compiled functions, so the examples run on the pure path.
+    script = (
+        "import doctest, peek2, peek2.families, peek2.pretokenizer\n"
+        "for m in (peek2, peek2.families, peek2.pretokenizer):\n"
+        "    r = doctest.testmod(m)\n"
+        "    print(m.__name__, r.attempted, r.failed)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], env={**os.environ, "PEEK2_PURE": "1"}, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    for line in out.stdout.splitlines():
+        name, attempted, failed = line.split()
+        assert int(attempted) > 0 and int(failed) == 0, out.stdout

@@ -1,0 +1,90 @@
+"""The build: compiled modules are the ones loaded (when CI requires it), they are not stale,
+the pure-Python path (PEEK2_PURE=1) gives the same output, and no regex is on the split path."""
+
+from __future__ import annotations
+
+import ast
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import peek2
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = [
+    "Hello world's 12345!\r\n\tok",
+    "I'M 'll 'Ve 'ſ ' 'x",
+    "  \n  \u3000漢字 \u0301e\u0301 ٣٤٥٦ 😀👍🏽",
+    "def f(x):\n    return x  # comment\n\n\n",
+    "",
+]
+
+
+def module_files(env: dict[str, str]) -> dict[str, object]:
+    script = (
+        "import json, sys, peek2\n"
+        "sample = json.loads(sys.stdin.read())\n"
+        "out = {'files': {m: sys.modules[m].__file__ for m in peek2.COMPILED_MODULES},\n"
+        "       'regex': 'regex' in sys.modules,\n"
+        "       'splits': [[peek2.split(t, f), peek2.split_offsets(t, f)] for f in peek2.PATTERNS for t in sample]}\n"
+        "print(json.dumps(out))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(SAMPLE),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=True,
+    )
+    loaded: dict[str, object] = json.loads(result.stdout)
+    return loaded
+
+
+def test_compiled_modules_are_loaded() -> None:
+    # The default install compiles; only an explicit pure build or PEEK2_PURE=1 runs .py files.
+    if os.environ.get("PEEK2_PURE") == "1" or os.environ.get("PEEK2_PURE_BUILD") == "1":
+        assert not peek2.COMPILED
+        return
+    assert peek2.COMPILED, "peek2 is not compiled: pip install -e . (without PEEK2_PURE_BUILD=1)"
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    for name in peek2.COMPILED_MODULES:
+        module_file = sys.modules[name].__file__ or ""
+        assert module_file.endswith(suffixes), f"{name} loaded from {module_file}"
+        source = ROOT / (name.replace(".", "/") + ".py")
+        if Path(module_file).parent == source.parent:  # an in-place (editable) build
+            assert os.path.getmtime(module_file) >= os.path.getmtime(source), (
+                f"stale compiled module {module_file}: rerun pip install -e ."
+            )
+
+
+def test_pure_path_equals_default_path() -> None:
+    pure = module_files({"PEEK2_PURE": "1"})
+    default = module_files({"PEEK2_PURE": "0"})
+    files = pure["files"]
+    assert isinstance(files, dict)
+    assert all(str(path).endswith(".py") for path in files.values()), files
+    assert pure["splits"] == default["splits"]
+    expected = [[peek2.split(t, f), [list(o) for o in peek2.split_offsets(t, f)]] for f in peek2.PATTERNS for t in SAMPLE]
+    assert default["splits"] == expected
+
+
+def test_no_regex_module_is_imported() -> None:
+    assert module_files({})["regex"] is False
+
+
+@pytest.mark.parametrize("name", ["__init__", "_scan", "_tables", "families", "pretokenizer"])
+def test_split_path_does_not_import_re(name: str) -> None:
+    tree = ast.parse((ROOT / "peek2" / f"{name}.py").read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert not imported & {"re", "regex"}, f"peek2/{name}.py imports {imported & {'re', 'regex'}}"

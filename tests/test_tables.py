@@ -1,0 +1,26 @@
+"""The committed tables are exactly what tables/generate.py writes, and they are compact."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from tables import generate
+
+import peek2._tables as tables
+
+
+def test_regenerated_tables_are_identical() -> None:
+    assert importlib.metadata.version("unicodedata2") == "16.0.0", "pip install unicodedata2==16.0.0"
+    assert generate.OUTPUT.read_text(encoding="utf-8") == generate.render()
+
+
+def test_tables_are_two_stage_and_compact() -> None:
+    assert len(tables.STAGE1) == (0x10FFFF >> tables.SHIFT) + 1
+    assert len(tables.STAGE2) < 64 * 1024
+    assert tables.UNICODE_VERSION == generate.UNICODE_VERSION
+
+
+def test_table_lookup_matches_generator() -> None:
+    for cp in list(range(0, 0x3000)) + [0x17F, 0x3000, 0xD800, 0xDFFF, 0x1F600, 0xE0001, 0x10FFFF]:
+        block = tables.STAGE1[cp >> tables.SHIFT]
+        assert tables.STAGE2[(block << tables.SHIFT) | (cp & tables.MASK)] == generate.scalar_class(cp), hex(cp)

@@ -1,0 +1,113 @@
+"""tiktoken rank files: parsing, its errors, and rebuilding HuggingFace's merges from ranks."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from peek2.formats.byte_level import to_bytes
+from peek2.formats.tiktoken_file import converter_merges, load_ranks, recover_merges
+
+
+def rank_file(tmp_path: Path, tokens: list[bytes], ranks: list[int] | None = None) -> Path:
+    path = tmp_path / "test.tiktoken"
+    lines = [f"{base64.b64encode(t).decode()} {r}" for t, r in zip(tokens, ranks or range(len(tokens)))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def hf_merges(path: Path) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]]]:
+    """The vocab and merges of a tokenizer.json, in raw bytes ("a b" strings or [a, b] pairs)."""
+    model = json.loads(path.read_text(encoding="utf-8"))["model"]
+    vocab = {to_bytes(token): token_id for token, token_id in model["vocab"].items()}
+    merges = []
+    for merge in model["merges"]:
+        left, right = merge.split(" ") if isinstance(merge, str) else merge
+        merges.append((to_bytes(left), to_bytes(right)))
+    assert None not in vocab
+    return vocab, merges  # type: ignore[return-value]
+
+
+def test_load_ranks(tmp_path: Path) -> None:
+    path = rank_file(tmp_path, [b"b", b"a", b"ab", b"\xff\n "], [1, 0, 2, 3])
+    assert load_ranks(path) == {b"a": 0, b"b": 1, b"ab": 2, b"\xff\n ": 3}
+    assert load_ranks(str(path)) == load_ranks(path)
+
+
+def test_blank_lines_and_crlf_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.tiktoken"
+    path.write_bytes(b"YQ== 0\r\n\r\nYg== 1\r\n")
+    assert load_ranks(path) == {b"a": 0, b"b": 1}
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"YQ== 0\nYg==\n", r"bad\.tiktoken:2: expected '<base64 token> <rank>'"),
+        (b"YQ== 0\nYg== 1 2\n", r"bad\.tiktoken:2: expected"),
+        (b"YQ== 0\nYg== -1\n", r"bad\.tiktoken:2: expected"),
+        (b"YQ== 0\nY!== 1\n", r"bad\.tiktoken:2: token .* is not valid base64"),
+        (b"YQ== 0\nYQ== 1\n", r"bad\.tiktoken:2: token b'a' repeated"),
+        (b"YQ== 0\nYg== 0\n", r"bad\.tiktoken:2: rank 0 repeated \(first on line 1\)"),
+        (b"YQ== 0\nYg== 2\n", r"bad\.tiktoken: ranks are not contiguous: 2 tokens but rank 1 is missing"),
+        (b"YQ== 1\nYg== 2\n", r"rank 0 is missing"),
+    ],
+    ids=["one-field", "three-fields", "negative", "base64", "dup-token", "dup-rank", "gap", "no-zero"],
+)
+def test_malformed_files_name_file_and_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.tiktoken"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        load_ranks(path)
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.tiktoken"):
+        load_ranks(tmp_path / "nope.tiktoken")
+
+
+def test_recover_merges_follows_bpe_on_lower_ranks() -> None:
+    # "abc" is built as ab + c because "ab" ranks below "bc".
+    ranks = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4, b"abc": 5}
+    assert recover_merges(ranks) == [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c")]
+    assert converter_merges(ranks) == [(b"a", b"b"), (b"b", b"c"), (b"a", b"bc"), (b"ab", b"c")]
+
+
+def test_recover_merges_refuses_a_token_that_is_not_one_merge() -> None:
+    # BPE on lower ranks gives "a" "bc" "d" (3 parts) for "abcd".
+    ranks = {b"a": 0, b"b": 1, b"c": 2, b"d": 3, b"bc": 4, b"abcd": 5}
+    with pytest.raises(ValueError, match=r"token b'abcd' \(rank 5\) is not one merge .* 3 parts"):
+        recover_merges(ranks)
+
+
+def test_llama3_rank_file_rebuilds_the_tokenizer_json(data_dir: Path) -> None:
+    """Llama-3.2's tokenizer.model against Llama-3's tokenizer.json: same ids, and merges = every split."""
+    tokenizers = data_dir / "tokenizers"
+    start = time.perf_counter()
+    ranks = load_ranks(tokenizers / "llama3.2" / "tokenizer.model")
+    loaded = time.perf_counter()
+    vocab, merges = hf_merges(tokenizers / "llama3" / "tokenizer.json")
+    assert len(ranks) == 128000
+    assert vocab == ranks
+    # HuggingFace's converter lists all 280,147 two-token splits, not one merge per token ...
+    assert converter_merges(ranks) == merges
+    # ... and 678 Llama-3 tokens are not one merge of lower ranks at all (tiktoken reaches them
+    # only as whole pieces, which is what ignore_merges does).
+    with pytest.raises(ValueError, match=r"token b'\.:\.:' \(rank 100421\)"):
+        recover_merges(ranks)
+    assert loaded - start < 2.0
+
+
+def test_qwen_rank_file_rebuilds_the_tokenizer_json(data_dir: Path) -> None:
+    """Qwen's merges are exactly one per token, as byte-pair merging on lower ranks builds it."""
+    vocab, merges = hf_merges(data_dir / "tokenizers" / "qwen2" / "tokenizer.json")
+    start = time.perf_counter()
+    recovered = recover_merges(vocab)
+    elapsed = time.perf_counter() - start
+    assert recovered == merges
+    assert len(recovered) == 151387
+    assert elapsed < 5.0, f"recover_merges took {elapsed:.1f}s for 151,643 tokens"

@@ -1,0 +1,175 @@
+"""The standalone tokenizer against tokenizers' Tokenizer: ids, decode, special tokens, bad input."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer as Reference
+
+from peek2.spec import TokenizerFormatError
+from peek2.tokenizer import Tokenizer
+
+MODELS = ["llama3", "llama3.1", "llama3.2", "qwen2", "qwen3"]
+
+SAMPLES = [
+    "",
+    "Hello world",
+    "Hello <|begin_of_text|> world<|eot_id|><|eot_id|>",
+    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n</think>",
+    "<tool_call>{}</tool_call> <|endoftext|>",
+    "<|eot_id|",  # a partial special token is text
+    "<<|eot_id|>>",
+    "I'm here, 12345 apples!\r\n\r\n\tTabs   and spaces   ",
+    "e\u0301 \u1100\u1161\u11a8 \u00e9",  # NFC-sensitive: combining acute, Hangul jamo
+    "漢字かなカナ 한국어 ไทย العربية हिन्दी",
+    "👨\u200d👩\u200d👧 🇫🇷 👍🏽",
+    "a" * 5000,
+    "x" + "\u0301" * 300,
+]
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def pair(request: pytest.FixtureRequest, data_dir: Path) -> tuple[Tokenizer, Reference]:
+    path = data_dir / "tokenizers" / request.param / "tokenizer.json"
+    return Tokenizer.from_file(path), Reference.from_file(str(path))
+
+
+@pytest.mark.parametrize("text", SAMPLES, ids=[repr(s)[:24] for s in SAMPLES])
+def test_encode_and_decode_match_reference(pair: tuple[Tokenizer, Reference], text: str) -> None:
+    ours, reference = pair
+    for add in (True, False):
+        expected = reference.encode(text, add_special_tokens=add).ids
+        assert ours.encode(text, add) == expected
+        assert ours.count(text, add) == len(expected)
+    ids = reference.encode(text).ids
+    for skip in (False, True):
+        assert ours.decode(ids, skip) == reference.decode(ids, skip_special_tokens=skip)
+
+
+def test_split_special_tokens_matches_reference_encode_special_tokens(
+    pair: tuple[Tokenizer, Reference], data_dir: Path
+) -> None:
+    ours, reference = pair
+    reference.encode_special_tokens = True
+    try:
+        for text in SAMPLES[:8]:
+            assert ours.encode(text, split_special_tokens=True) == reference.encode(text).ids
+    finally:
+        reference.encode_special_tokens = False
+
+
+def test_decode_invalid_utf8_like_reference(pair: tuple[Tokenizer, Reference]) -> None:
+    ours, reference = pair
+    ids = reference.encode("漢字🇫🇷é").ids
+    for cut in range(len(ids) + 1):
+        part = ids[:cut] + ids[cut + 1 :]
+        assert ours.decode(part) == reference.decode(part, skip_special_tokens=False)
+    shuffled = list(reversed(ids))
+    assert ours.decode(shuffled) == reference.decode(shuffled, skip_special_tokens=False)
+
+
+def test_encode_batch_and_roundtrip(pair: tuple[Tokenizer, Reference]) -> None:
+    ours, _ = pair
+    batch = ours.encode_batch(SAMPLES, add_special_tokens=False)
+    assert batch == [ours.encode(t, False) for t in SAMPLES]
+    for text, ids in zip(SAMPLES, batch):
+        # decode(encode(x)) is x, normalized (NFC for Qwen): special tokens decode to their text too.
+        assert ours.decode(ids) == ours.normalize(text)
+
+
+def test_pickle_is_small_and_equal(data_dir: Path) -> None:
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    data = pickle.dumps(tok)
+    assert len(data) < 1000
+    again = pickle.loads(data)
+    assert again.encode("Hello there") == tok.encode("Hello there")
+
+
+@pytest.mark.parametrize("bad", [None, 5, b"bytes", ["text"]])
+def test_encode_rejects_non_str(pair: tuple[Tokenizer, Reference], bad: object) -> None:
+    ours, _ = pair
+    with pytest.raises(TypeError, match="text must be str"):
+        ours.encode(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="text must be str"):
+        ours.count(bad)  # type: ignore[arg-type]
+
+
+def test_encode_batch_rejects_a_single_str(pair: tuple[Tokenizer, Reference]) -> None:
+    with pytest.raises(TypeError, match="sequence of str"):
+        pair[0].encode_batch("text")  # type: ignore[arg-type]
+
+
+def test_lone_surrogate_refused_like_reference(pair: tuple[Tokenizer, Reference]) -> None:
+    ours, reference = pair
+    with pytest.raises(Exception):
+        reference.encode("a\ud800b")
+    with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 1"):
+        ours.encode("a\ud800b")
+
+
+def test_decode_rejects_bad_ids(pair: tuple[Tokenizer, Reference]) -> None:
+    ours, _ = pair
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        ours.decode([1, ours.vocab_size + 10])
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        ours.decode([-1])
+    with pytest.raises(TypeError):
+        ours.decode("abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ours.decode([1.5])  # type: ignore[list-item]
+
+
+def _llama(data_dir: Path) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((data_dir / "tokenizers" / "llama3" / "tokenizer.json").read_text("utf-8"))
+    return loaded
+
+
+def test_truncated_file(tmp_path: Path, data_dir: Path) -> None:
+    text = (data_dir / "tokenizers" / "llama3" / "tokenizer.json").read_text("utf-8")
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text[: len(text) // 2], "utf-8")
+    with pytest.raises(TokenizerFormatError, match="not valid JSON"):
+        Tokenizer.from_file(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        Tokenizer.from_file(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize(
+    ("edit", "error", "message"),
+    [
+        (lambda d: d.pop("model"), TokenizerFormatError, "missing field model"),
+        (lambda d: d["model"].pop("vocab"), TokenizerFormatError, "missing field model.vocab"),
+        (lambda d: d["model"].update(type="WordPiece"), NotImplementedError, "model.type 'WordPiece'"),
+        (lambda d: d["model"].update(type="Unigram"), NotImplementedError, "model.type 'Unigram'"),
+        (lambda d: d.update(normalizer={"type": "NFKC"}), NotImplementedError, "normalizer 'NFKC'"),
+        (lambda d: d.update(decoder={"type": "WordPiece"}), NotImplementedError, "decoder 'WordPiece'"),
+        (lambda d: d["model"]["merges"].append("Ġ"), TokenizerFormatError, r"model.merges\[280147\]"),
+        (lambda d: d["model"]["merges"].append("zzzz qqqq"), TokenizerFormatError, r"model.merges\[280147\]"),
+        (
+            lambda d: d.update(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}),
+            NotImplementedError,
+            "GPT-2's pattern",
+        ),
+        (
+            lambda d: d["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex="\\s+"),
+            ValueError,
+            "unsupported pre-tokenizer pattern",
+        ),
+        (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), NotImplementedError, "pre_tokenizer Whitespace"),
+    ],
+    ids=[
+        "no-model", "no-vocab", "wordpiece", "unigram", "nfkc", "decoder", "bad-merge", "merge-unknown",
+        "gpt2-bytelevel", "other-regex", "whitespace",
+    ],
+)
+def test_bad_tokenizer_json(data_dir: Path, edit: object, error: type[Exception], message: str) -> None:
+    data = _llama(data_dir)
+    edit(data)  # type: ignore[operator]
+    with pytest.raises(error, match=message):
+        Tokenizer.from_str(json.dumps(data))

@@ -1,0 +1,76 @@
+"""Linear time and bounded memory of the tokenizer on adversarial 1 MB texts.
+
+The cost per UTF-8 byte of 1M characters of each kind is compared with 100K of the same kind
+(a quadratic merger shows ~10x), and with ordinary English at 1M (a small factor), in one run;
+no wall-clock limit. The piece cache must stay within its documented bound.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from peek2.tokenizer import Tokenizer
+
+SMALL, LARGE = 100_000, 1_000_000
+
+
+def kinds() -> dict[str, str]:
+    rng = random.Random(7)
+    scalars = [cp for cp in range(0x20, 0x30000) if not 0xD800 <= cp <= 0xDFFF]
+    random_text = "".join(chr(rng.choice(scalars)) for _ in range(LARGE))
+    return {
+        "english": "The quick brown fox's 12 jumps, over the lazy dog.\n",
+        "one letter": "a",
+        "one CJK": "漢",
+        "spaces": " ",
+        "digits": "7",
+        "punctuation": "!?",
+        "random scalars": random_text,
+    }
+
+
+KINDS = kinds()
+
+
+def per_byte(tok: Tokenizer, text: str, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        tok._engine.cache.clear()  # every run starts cold, as a new document would
+        start = time.perf_counter()
+        tok.encode(text, add_special_tokens=False)
+        best = min(best, time.perf_counter() - start)
+    return best / len(text.encode("utf-8"))
+
+
+def sized(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+@pytest.fixture(scope="module")
+def llama(data_dir: Path) -> Tokenizer:
+    return Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_cost_per_char_does_not_grow(llama: Tokenizer, kind: str) -> None:
+    small, large = per_byte(llama, sized(KINDS[kind], SMALL), 5), per_byte(llama, sized(KINDS[kind], LARGE), 2)
+    assert large / small < 3.0, f"{kind}: {large / small:.1f}x the cost per byte at 1M than at 100K"
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "english"])
+def test_adversarial_within_small_factor_of_english(llama: Tokenizer, kind: str) -> None:
+    english = per_byte(llama, sized(KINDS["english"], LARGE), 2)
+    other = per_byte(llama, sized(KINDS[kind], LARGE), 2)
+    assert other / english < 25.0, f"{kind}: {other / english:.1f}x the cost per byte of English"
+
+
+def test_cache_is_bounded(data_dir: Path) -> None:
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json", cache_size=100)
+    tok.encode(KINDS["random scalars"][:200_000])
+    assert len(tok._engine.cache) <= 100
+    with pytest.raises(ValueError, match="cache_size"):
+        Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json", cache_size=-1)
