@@ -14,7 +14,9 @@ U+FFFD for invalid sequences, like the reference.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
+
+import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
 from librt.vecs import vec
 from mypy_extensions import i64
@@ -43,7 +45,7 @@ class Tokenizer:
     [128000, 9906, 1917]
     """
 
-    def __init__(self, spec: TokenizerSpec, *, cache_size: int = DEFAULT_CACHE_SIZE, _source: tuple = ()) -> None:
+    def __init__(self, spec: TokenizerSpec, *, cache_size: int = DEFAULT_CACHE_SIZE, _source: tuple[object, ...] = ()) -> None:
         if not isinstance(spec, TokenizerSpec):
             raise TypeError(f"spec must be a TokenizerSpec, not {type(spec).__name__}")
         if not isinstance(cache_size, int) or cache_size < 0:
@@ -67,7 +69,7 @@ class Tokenizer:
             self._id_bytes[added.id] = data if data is not None else added.content.encode("utf-8")
             if added.special:
                 self._special_ids.add(added.id)
-        self._normalize = _normalizer(spec.normalizer)
+        self._normalize: Callable[[str], str] = _normalizer(spec.normalizer)
         family = FAMILIES[spec.family]
         self._engine = BytePairEncoder(
             vec[i64](_byte_ids(spec)),
@@ -80,6 +82,14 @@ class Tokenizer:
         )
         self._raw_matcher = _AddedTokenMatcher([t for t in self._added if not t.normalized], lambda s: s)
         self._normalized_matcher = _AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
+        # Characters that can start an added token, raw or normalized (a superset is safe).
+        self._first_chars = sorted(
+            {*self._raw_matcher.first_chars, *self._normalized_matcher.first_chars}
+            | {t.content[0] for t in self._added if t.content}
+        )
+        self._ascii_is_normal = spec.normalizer in (None, "NFC")  # NFC leaves ASCII unchanged
+        self._prefix_ids = list(spec.prefix_ids)
+        self._suffix_ids = list(spec.suffix_ids)
 
     # ==== Loading ====
 
@@ -188,15 +198,26 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        out: list[int] = list(self.spec.prefix_ids) if add_special_tokens else []
-        for segment, token_id in self._segments(text, split_special_tokens):
-            if token_id >= 0:
-                out.append(token_id)
-            else:
-                self._engine.encode(segment, out)
-        if add_special_tokens:
-            out.extend(self.spec.suffix_ids)
+        out: list[int] = list(self._prefix_ids) if add_special_tokens else []
+        if self._plain(text):
+            # No added token can occur: skip the segment lists (most calls, and all short texts).
+            self._engine.encode(text if self._ascii_is_normal and text.isascii() else self._normalize(text), out)
+        else:
+            for segment, token_id in self._segments(text, split_special_tokens):
+                if token_id >= 0:
+                    out.append(token_id)
+                else:
+                    self._engine.encode(segment, out)
+        if add_special_tokens and self._suffix_ids:
+            out.extend(self._suffix_ids)
         return out
+
+    def _plain(self, text: str) -> bool:
+        """True when no added token can start in ``text`` (none of their first characters occurs)."""
+        for char in self._first_chars:
+            if char in text:
+                return False
+        return True
 
     def encode_ordinary(self, text: str) -> list[int]:
         """The ids of ``text`` with every added-token string treated as text and nothing added around it."""
@@ -382,21 +403,19 @@ class _AddedTokenMatcher:
 
 def _is_word_char(char: str) -> bool:
     # Rust regex \w: alphabetic, marks, decimal digits, connector punctuation, joiners.
-    import unicodedata2
-
-    category = unicodedata2.category(char)
+    category: str = unicodedata2.category(char)
     return category[0] in "LM" or category in ("Nd", "Nl", "Pc") or char in "\u200c\u200d"
 
 
-def _normalizer(name: str | None):  # type: ignore[no-untyped-def]
+def _normalizer(name: str | None) -> Callable[[str], str]:
     if name is None:
         return lambda text: text
     if name == "NFC":
-        import unicodedata2
 
         def nfc(text: str) -> str:
             # ASCII is always NFC; this skips the normalizer for most English and code.
-            return text if text.isascii() else unicodedata2.normalize("NFC", text)
+            normalized: str = text if text.isascii() else unicodedata2.normalize("NFC", text)
+            return normalized
 
         return nfc
     raise NotImplementedError(f"normalizer {name!r} is not supported")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
 import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from tokenizers import Regex, pre_tokenizers
@@ -115,3 +117,9 @@ def test_docstring_examples() -> None:
     for line in out.stdout.splitlines():
         name, attempted, failed = line.split()
         assert int(attempted) > 0 and int(failed) == 0, out.stdout
+
+
+def test_readme_examples() -> None:
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    failures, attempted = doctest.testfile(str(readme), module_relative=False)
+    assert attempted > 0 and failures == 0

@@ -173,3 +173,17 @@ def test_bad_tokenizer_json(data_dir: Path, edit: object, error: type[Exception]
     edit(data)  # type: ignore[operator]
     with pytest.raises(error, match=message):
         Tokenizer.from_str(json.dumps(data))
+
+
+def test_from_tiktoken_rank_file_equals_tokenizer_json(data_dir: Path) -> None:
+    """Meta's tokenizer.model, loaded tiktoken's way, gives the ids of the Llama-3 tokenizer.json."""
+    reference = Reference.from_file(str(data_dir / "tokenizers" / "llama3" / "tokenizer.json"))
+    added = json.loads((data_dir / "tokenizers" / "llama3" / "tokenizer.json").read_text("utf-8"))["added_tokens"]
+    ours = Tokenizer.from_tiktoken(
+        data_dir / "tokenizers" / "llama3.2" / "tokenizer.model",
+        pattern="llama3",
+        special_tokens={token["content"]: token["id"] for token in added},
+    )
+    for text in SAMPLES:
+        assert ours.encode(text) == reference.encode(text).ids
+    assert pickle.loads(pickle.dumps(ours)).encode("Hi <|eot_id|>") == reference.encode("Hi <|eot_id|>").ids
