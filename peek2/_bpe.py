@@ -116,25 +116,14 @@ class BytePairEncoder:
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of ``text`` to ``out``."""
-        stage2 = self.stage2
-        max_digits: i64 = self.max_digits
-        cache = self.cache
-        n: i64 = len(text)
-        i: i64 = 0
-        while i < n:
-            end = piece_end(text, i, n, stage2, max_digits)
-            piece = text[i:end]
-            ids = cache.get(piece)
-            if ids is None:
-                ids = self.piece_ids(piece)
-            if len(ids) == 1:
-                out.append(ids[0])
-            else:
-                out.extend(ids)
-            i = end
+        self._run(text, out)
 
     def count(self, text: str) -> int:
         """The number of ids ``encode`` would append, without keeping them."""
+        return self._run(text, None)
+
+    def _run(self, text: str, out: list[int] | None) -> int:
+        """Encode ``text``, appending to ``out`` unless it is None; returns the number of ids."""
         stage2 = self.stage2
         max_digits: i64 = self.max_digits
         cache = self.cache
@@ -148,6 +137,11 @@ class BytePairEncoder:
             if ids is None:
                 ids = self.piece_ids(piece)
             total += len(ids)
+            if out is not None:
+                if len(ids) == 1:
+                    out.append(ids[0])
+                else:
+                    out.extend(ids)
             i = end
         return total
 
