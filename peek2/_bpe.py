@@ -4,8 +4,9 @@ Compiled with mypyc; keep to primitive types and native classes; see "Performanc
 
 For each piece from the Peek2 scanner (``peek2._scan.piece_end``, called directly:
 same compilation unit), in order:
-1. a piece seen recently comes from the cache (at most ``cache_size`` pieces of at
-   most ``CACHE_MAX_CHARS`` characters; the cache is emptied when full);
+1. a piece seen recently comes from the ``PieceCache`` (at most ``cache_size`` pieces of at
+   most ``CACHE_MAX_CHARS`` characters; emptied when full), found by a hash computed from
+   the text in place, so a hit allocates nothing;
 2. with ``ignore_merges``, a piece that is a whole vocabulary token is that token;
 3. otherwise its UTF-8 bytes start as one symbol each and the adjacent pair of lowest
    merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
@@ -21,7 +22,10 @@ Performance notes (scripts/bench_encode.py, compiled):
 - The cache is looked up first, before the whole-token dict: a lookup in the 128k-entry
   vocabulary costs about as much as scanning the piece (cache misses in a 4 MB table),
   one in a cache of the few thousand recent pieces half that (XNLI en, 60 vs 100 MB/s
-  of lookups alone). Both key on the piece's ``str``: no UTF-8 encoding, no byte map.
+  of lookups alone).
+- The cache is not a dict of str: a dict needs the piece sliced out (an allocation) and
+  hashed (siphash) before the lookup; hashing the code points in place and comparing in
+  place makes a hit allocation-free (see bench_encode.py for the effect).
 - Pair keys are ints, not tuples: no tuple per lookup, and int hashing is trivial.
 """
 
@@ -36,6 +40,8 @@ from peek2._scan import piece_end
 
 ID_BITS: Final = 20  # vocabularies up to 1,048,576 ids
 ID_MASK: Final = (1 << ID_BITS) - 1
+RANK_BITS: Final = 20  # up to 1,048,575 merges
+RANK_MASK: Final = (1 << RANK_BITS) - 1
 # Pair key = left * PAIR_STRIDE + right. Not ``left << ID_BITS | right``: an int hashes to
 # itself, so that key's low bits are ``right`` alone, and every pair ending in the same token
 # probes the same dict slots (measured: 16 us per CJK piece instead of 1).
@@ -47,29 +53,35 @@ CACHE_MAX_CHARS: Final = 128
 
 
 class MergeTable:
-    """Pair key -> merge value, as open addressing over one packed ``vec[i64]``.
+    """Pair key -> merge value (``rank << ID_BITS | merged_id``), as open addressing in a packed array.
 
     A dict of 280k int keys costs 200-460 ns per lookup here (three dependent cache misses:
-    slot, key object, value object); key and value side by side in one packed array cost one.
-    Slot ``s`` holds the key (``left * PAIR_STRIDE + right + 1``; 0 is empty) at ``2s`` and
-    the value at ``2s + 1``.
+    slot, key object, value object). Here a slot is one i64, ``(key << RANK_BITS) | rank`` with
+    ``key = left * PAIR_STRIDE + right + 1`` (0 is empty), and ``merged[rank]`` gives the new id:
+    2**19 slots of 8 bytes (4 MB) for Llama-3's 280k merges, one cache miss per lookup.
     """
 
     def __init__(self, pair_keys: list[int], pair_values: list[int]) -> None:
         slots: i64 = 1
-        while slots < 2 * len(pair_keys) + 2:
+        while 2 * slots < 3 * len(pair_keys) + 2:  # load factor at most 2/3
             slots *= 2
         self.mask: Final[i64] = slots - 1
-        table = vec[i64]([0] * (2 * slots))
         mask: i64 = slots - 1
+        table = vec[i64]([0] * slots)
+        ranks = 1 + max([value >> ID_BITS for value in pair_values], default=0)
+        if ranks > RANK_MASK:
+            raise ValueError(f"{ranks} merges: at most {RANK_MASK} are supported")
+        merged = vec[i64]([0] * ranks)
         for k in range(len(pair_keys)):
             key: i64 = pair_keys[k] + 1
+            rank: i64 = pair_values[k] >> ID_BITS
+            merged[rank] = pair_values[k] & ID_MASK
             slot = _slot(key, mask)
-            while table[2 * slot] != 0 and table[2 * slot] != key:
+            while table[slot] != 0 and (table[slot] >> RANK_BITS) != key:
                 slot = (slot + 1) & mask
-            table[2 * slot] = key
-            table[2 * slot + 1] = pair_values[k]
+            table[slot] = (key << RANK_BITS) | rank
         self.table: Final = table
+        self.merged: Final = merged
 
     def get(self, pair_key: i64) -> i64:
         """The merge value of a pair, or NO_MERGE."""
@@ -78,9 +90,10 @@ class MergeTable:
         key = pair_key + 1
         slot = _slot(key, mask)
         while True:
-            found = table[2 * slot]
-            if found == key:
-                return table[2 * slot + 1]
+            found = table[slot]
+            if (found >> RANK_BITS) == key:
+                rank = found & RANK_MASK
+                return (rank << ID_BITS) | self.merged[rank]
             if found == 0:
                 return NO_MERGE
             slot = (slot + 1) & mask
@@ -90,6 +103,73 @@ def _slot(key: i64, mask: i64) -> i64:
     # Multiplicative mixing; key < 2**41 and the factor < 2**21 keep the product in range.
     # (_merge_scan writes the same expression out.)
     return ((key * 1_000_003) >> 11) & mask
+
+
+class PieceCache:
+    """Recent pieces -> their ids, looked up straight from the text: no slice, no str hash on a hit.
+
+    Open addressing over packed arrays: ``hashes[s]`` (0 = empty) and ``values[s]`` (the id of
+    a one-token piece, or ``-1 - k`` for ``multi[k]``), with the piece itself in ``pieces[s]``
+    to compare against. At most ``size`` pieces (half the slots); when full it is emptied.
+    """
+
+    def __init__(self, size: int) -> None:
+        slots: i64 = 2
+        while slots < 2 * size:
+            slots *= 2
+        self.size: Final[i64] = size
+        self.mask: Final[i64] = slots - 1
+        self.hashes = vec[i64]([0] * slots)
+        self.values = vec[i64]([0] * slots)
+        self.pieces: list[str] = [""] * slots
+        self.multi: list[list[int]] = []
+        self.count: i64 = 0
+
+    def clear(self) -> None:
+        """Forget every piece."""
+        if self.count:
+            slots = self.mask + 1
+            self.hashes = vec[i64]([0] * slots)
+            self.pieces = [""] * slots
+            self.multi = []
+            self.count = 0
+
+    def add(self, piece: str, key: i64, ids: list[int]) -> None:
+        """Remember ``ids`` for ``piece`` (whose ``_piece_hash`` is ``key``)."""
+        if self.count >= self.size:
+            if self.size == 0:
+                return
+            self.clear()
+        mask = self.mask
+        slot = ((key * 40_503) >> 8) & mask
+        while self.hashes[slot] != 0:
+            slot = (slot + 1) & mask
+        self.hashes[slot] = key
+        self.pieces[slot] = piece
+        if len(ids) == 1:
+            self.values[slot] = ids[0]
+        else:
+            self.values[slot] = -1 - len(self.multi)
+            self.multi.append(ids)
+        self.count += 1
+
+
+def _piece_hash(text: str, start: i64, end: i64) -> i64:
+    """A non-zero 47-bit hash of text[start:end], computed in place."""
+    h: i64 = end - start
+    for k in range(start, end):
+        h = ((h * 31) + ord(text[k])) & 0x3FFFFFFFFFFF
+    return h | 0x400000000000
+
+
+def _same(stored: str, text: str, start: i64, end: i64) -> bool:
+    """stored == text[start:end], without slicing."""
+    if len(stored) != end - start:
+        return False
+    for k in range(end - start):
+        if ord(stored[k]) != ord(text[start + k]):
+            return False
+    return True
 
 
 class BytePairEncoder:
@@ -111,8 +191,8 @@ class BytePairEncoder:
         self.ignore_merges: Final = ignore_merges
         self.stage2: Final = stage2
         self.max_digits: Final = max_digits
-        self.cache_size = cache_size
-        self.cache: dict[str, list[int]] = {}
+        self.cache_size: Final = cache_size
+        self.cache: Final = PieceCache(cache_size)
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of ``text`` to ``out``."""
@@ -127,32 +207,46 @@ class BytePairEncoder:
         stage2 = self.stage2
         max_digits: i64 = self.max_digits
         cache = self.cache
+        mask = cache.mask
         n: i64 = len(text)
         i: i64 = 0
         total = 0
         while i < n:
             end = piece_end(text, i, n, stage2, max_digits)
-            piece = text[i:end]
-            ids = cache.get(piece)
-            if ids is None:
-                ids = self.piece_ids(piece)
-            total += len(ids)
-            if out is not None:
-                if len(ids) == 1:
-                    out.append(ids[0])
-                else:
+            key: i64 = 0  # i64, not int: the slot arithmetic below must stay native
+            if end - i <= CACHE_MAX_CHARS:
+                key = _piece_hash(text, i, end)
+            value: i64 = -1
+            found = False
+            if key != 0:
+                hashes = cache.hashes
+                slot = ((key * 40_503) >> 8) & mask
+                stored = hashes[slot]
+                while stored != 0:
+                    if stored == key and _same(cache.pieces[slot], text, i, end):
+                        value = cache.values[slot]
+                        found = True
+                        break
+                    slot = (slot + 1) & mask
+                    stored = hashes[slot]
+            if found and value >= 0:
+                total += 1
+                if out is not None:
+                    out.append(value)
+            else:
+                ids = cache.multi[-1 - value] if found else self.piece_ids(text[i:end], key)
+                total += len(ids)
+                if out is not None:
                     out.extend(ids)
             i = end
         return total
 
-    def piece_ids(self, piece: str) -> list[int]:
-        """The ids of one piece (not looked up in the cache, but stored there when short)."""
+    def piece_ids(self, piece: str, key: i64 = 0) -> list[int]:
+        """The ids of one piece (computed; remembered in the cache when ``key`` is its hash)."""
         token = self.whole_tokens.get(piece, -1) if self.ignore_merges else -1
         ids = [token] if token >= 0 else self.merge(piece.encode("utf-8"))
-        if len(piece) <= CACHE_MAX_CHARS:
-            if len(self.cache) >= self.cache_size:
-                self.cache.clear()
-            self.cache[piece] = ids
+        if key != 0:
+            self.cache.add(piece, key, ids)
         return ids
 
     def merge(self, data: bytes) -> list[int]:
@@ -164,7 +258,7 @@ class BytePairEncoder:
 def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int]:
     """Merge by scanning an array of pair values for the best: fast for short and medium pieces.
 
-    ``values[k]`` is the merge value of the pair (ids[k], ids[k + 1]), NO_MERGE if none; after a
+    ``values[k]`` is the merge rank of the pair (ids[k], ids[k + 1]), NO_MERGE if none; after a
     merge only the two pairs around it are looked up again, so the table sees O(n) lookups.
     The probe of the merge table is written out here (not ``MergeTable.get``): a method call
     per lookup was a third of the time of a short piece.
@@ -172,6 +266,7 @@ def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
     size: i64 = len(data)
     table = merges.table
     mask = merges.mask
+    merged = merges.merged
     ids = vec[i64]()
     values = vec[i64]()
     for k in range(size):
@@ -182,11 +277,11 @@ def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
             break
         key: i64 = ids[k] * PAIR_STRIDE + ids[k + 1] + 1
         slot = ((key * 1_000_003) >> 11) & mask
-        found = table[2 * slot]
-        while found != key and found != 0:
+        found = table[slot]
+        while (found >> RANK_BITS) != key and found != 0:
             slot = (slot + 1) & mask
-            found = table[2 * slot]
-        values = append(values, table[2 * slot + 1] if found != 0 else NO_MERGE)
+            found = table[slot]
+        values = append(values, (found & RANK_MASK) if found != 0 else NO_MERGE)
     while size > 1:
         best: i64 = NO_MERGE
         best_at: i64 = -1
@@ -197,7 +292,7 @@ def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
                 best_at = k
         if best_at < 0:
             break
-        ids[best_at] = best & ID_MASK
+        ids[best_at] = merged[best]  # values here are bare ranks
         for k in range(best_at + 1, size - 1):  # close the gap left by ids[best_at + 1]
             ids[k] = ids[k + 1]
             values[k - 1] = values[k]
@@ -208,11 +303,11 @@ def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
         for k in range(first, last):  # the pairs around the merge
             key = ids[k] * PAIR_STRIDE + ids[k + 1] + 1
             slot = ((key * 1_000_003) >> 11) & mask
-            found = table[2 * slot]
-            while found != key and found != 0:
+            found = table[slot]
+            while (found >> RANK_BITS) != key and found != 0:
                 slot = (slot + 1) & mask
-                found = table[2 * slot]
-            values[k] = table[2 * slot + 1] if found != 0 else NO_MERGE
+                found = table[slot]
+            values[k] = (found & RANK_MASK) if found != 0 else NO_MERGE
     return [ids[k] for k in range(size)]
 
 

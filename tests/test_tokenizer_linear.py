@@ -71,6 +71,6 @@ def test_adversarial_within_small_factor_of_english(llama: Tokenizer, kind: str)
 def test_cache_is_bounded(data_dir: Path) -> None:
     tok = Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json", cache_size=100)
     tok.encode(KINDS["random scalars"][:200_000])
-    assert len(tok._engine.cache) <= 100
+    assert tok._engine.cache.count <= 100
     with pytest.raises(ValueError, match="cache_size"):
         Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json", cache_size=-1)
