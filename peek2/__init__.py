@@ -49,6 +49,7 @@ from peek2.pretokenizer import Peek2Pattern as Peek2Pattern  # noqa: E402
 from peek2.pretokenizer import split as split  # noqa: E402
 from peek2.pretokenizer import split_offsets as split_offsets  # noqa: E402
 from peek2.spec import TokenizerFormatError as TokenizerFormatError  # noqa: E402
+from peek2.tokenizer import Encoding as Encoding  # noqa: E402
 from peek2.tokenizer import Tokenizer as Tokenizer  # noqa: E402
 from peek2.tokenizer import count as count  # noqa: E402
 from peek2.tokenizer import decode as decode  # noqa: E402

@@ -187,3 +187,32 @@ def test_from_tiktoken_rank_file_equals_tokenizer_json(data_dir: Path) -> None:
     for text in SAMPLES:
         assert ours.encode(text) == reference.encode(text).ids
     assert pickle.loads(pickle.dumps(ours)).encode("Hi <|eot_id|>") == reference.encode("Hi <|eot_id|>").ids
+
+
+@pytest.mark.parametrize("text", SAMPLES, ids=[repr(s)[:24] for s in SAMPLES])
+def test_offsets_match_reference(pair: tuple[Tokenizer, Reference], text: str) -> None:
+    ours, reference = pair
+    if ours.normalize(text) != text:
+        with pytest.raises(NotImplementedError, match="normalizer changes"):
+            ours.encode_with_offsets(text)
+        return
+    for add in (True, False):
+        expected = reference.encode(text, add_special_tokens=add)
+        got = ours.encode_with_offsets(text, add)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
+
+
+def test_offsets_on_xnli_sample(pair: tuple[Tokenizer, Reference], data_dir: Path) -> None:
+    from compliance.xnli import iter_xnli_tsv
+
+    ours, reference = pair
+    rows = list(iter_xnli_tsv(data_dir / "xnli", ["dev"]))[::25]
+    checked = 0
+    for row in rows:
+        for text in (row.premise, row.hypothesis):
+            if ours.normalize(text) == text:
+                expected = reference.encode(text)
+                got = ours.encode_with_offsets(text)
+                assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text
+                checked += 1
+    assert checked > 2500
