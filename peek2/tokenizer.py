@@ -26,6 +26,7 @@ from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
+from peek2.nfc import nfc
 from peek2.pretokenizer import Peek2Pattern, _family_stage2
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 
@@ -471,12 +472,6 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
     if name is None:
         return lambda text: text
     if name == "NFC":
-
-        def nfc(text: str) -> str:
-            # ASCII is always NFC; this skips the normalizer for most English and code.
-            normalized: str = text if text.isascii() else unicodedata2.normalize("NFC", text)
-            return normalized
-
         return nfc
     raise NotImplementedError(f"normalizer {name!r} is not supported")
 

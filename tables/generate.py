@@ -164,21 +164,25 @@ CLASS_COUNT: Final = {CLASS_SURROGATE + 1}
     return header + bytes_literal("STAGE1", stage1) + "\n\n" + bytes_literal("STAGE2", stage2) + "\n"
 
 
+def write_or_check(output: Path, text: str, check: bool, command: str) -> int:
+    """Write ``text`` to ``output``, or with ``check`` only compare (1 when stale)."""
+    if check:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
+        if current != text:
+            print(f"{output} is stale: run `{command}`", file=sys.stderr)
+            return 1
+        print(f"{output} is up to date")
+        return 0
+    output.write_text(text, encoding="utf-8")
+    print(f"wrote {output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed file, write nothing")
     args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
-        if current != text:
-            print(f"{OUTPUT} is stale: run `python -m tables.generate`", file=sys.stderr)
-            return 1
-        print(f"{OUTPUT} is up to date")
-        return 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUTPUT}")
-    return 0
+    return write_or_check(OUTPUT, render(), args.check, "python -m tables.generate")
 
 
 if __name__ == "__main__":

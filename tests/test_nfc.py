@@ -1,0 +1,51 @@
+"""peek2.nfc equals the reference's normalizers.NFC for every scalar, in contexts that exercise
+reordering, composition and the scalars newer than the reference's NFC data (tables/nfc.py)."""
+
+from __future__ import annotations
+
+import pytest
+from tokenizers import normalizers
+
+from peek2._nfc_late import LATE
+from peek2.nfc import nfc
+from tables import nfc as generator
+
+# Each context wraps one scalar (written {}): before and after marks of low and high class,
+# Hangul jamo, Indic and Kirat Rai vowel signs that compose, and a late mark.
+CONTEXTS = [
+    "{}", "A{}", "A{}\u0327", "A\u0327{}", "A{}\u0301", "A\u0301{}", "A{}\u05b0", "\u1100{}", "e{}\u0301",
+    "{}\u0301", "{}\u0300\u0327", "\u0915{}\u093c", "{}\u093c", "{}\u0bbe", "{}\u0cd5", "{}\u0d3e", "{}\u102e",
+    "{}\u1161", "{}\u11a8", "{}\U00016d67", "\U00016d63{}", "{}\U000105c9", "\u0345{}\u0334",
+]
+# "|" is a starter that composes with nothing, so contexts joined by it normalize independently,
+# and one call per block of scalars keeps this fast.
+SEPARATOR = "|"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", range(0, 0x110000, 0x10000), ids=lambda b: f"U+{b:04X}")
+def test_every_scalar_in_context(block: int) -> None:
+    reference = normalizers.NFC()
+    chars = [chr(cp) for cp in range(block, block + 0x10000) if not 0xD800 <= cp <= 0xDFFF]
+    text = SEPARATOR.join(context.format(char) for char in chars for context in CONTEXTS)
+    expected = reference.normalize_str(text)
+    got = nfc(text)
+    if got != expected:  # name the first context that differs
+        for char in chars:
+            for context in CONTEXTS:
+                sample = context.format(char)
+                assert nfc(sample) == reference.normalize_str(sample), f"U+{ord(char):04X} in {ascii(sample)}"
+    assert got == expected
+
+
+def test_late_scalars_are_barriers() -> None:
+    # Unicode 16 NFC would move U+0327 (class 202) after U+07FD (class 220) and compose
+    # "A" + U+0301 across it; the reference leaves the late scalar as an inert starter.
+    text = "A\u07fd\u0327\u0301e\u0301"
+    assert nfc(text) == normalizers.NFC().normalize_str(text) == "A\u07fd\u0327\u0301\u00e9"
+    assert nfc("e\u0301") == "\u00e9" and nfc("abc") == "abc" and nfc("") == ""
+
+
+def test_regenerated_late_table_is_identical() -> None:
+    assert generator.OUTPUT.read_text(encoding="utf-8") == generator.render()
+    assert len(LATE) < 1000
