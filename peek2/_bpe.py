@@ -27,6 +27,12 @@ Performance notes (scripts/bench_encode.py, compiled):
   hashed (siphash) before the lookup; hashing the code points in place and comparing in
   place makes a hit allocation-free (see bench_encode.py for the effect).
 - Pair keys are ints, not tuples: no tuple per lookup, and int hashing is trivial.
+- On this kind of machine (KVM, no huge pages) a random access into a multi-MB table costs
+  100-350 ns, against about 10 ns in cache: the time of a piece not in the cache is its
+  count of random accesses. Hence the 512 KB ``byte_pairs`` table for the first pairs of a
+  piece (XNLI merges 669 -> 466 ns a piece), hash and value side by side in the cache's one
+  array, the vocabulary keyed like the cache (no slice, no siphash: English misses 1.3 ->
+  0.8 us), and reused scratch arrays instead of appends.
 """
 
 from __future__ import annotations
@@ -108,9 +114,11 @@ def _slot(key: i64, mask: i64) -> i64:
 class PieceCache:
     """Recent pieces -> their ids, looked up straight from the text: no slice, no str hash on a hit.
 
-    Open addressing over packed arrays: ``hashes[s]`` (0 = empty) and ``values[s]`` (the id of
-    a one-token piece, or ``-1 - k`` for ``multi[k]``), with the piece itself in ``pieces[s]``
-    to compare against. At most ``size`` pieces (half the slots); when full it is emptied.
+    Open addressing over one packed array of pairs: ``entries[2s]`` is the hash of the piece in
+    slot ``s`` (0 = empty) and ``entries[2s + 1]`` its value (the id of a one-token piece, or
+    ``-1 - k`` for ``multi[k]``); hash and value share a cache line. The piece itself is in
+    ``pieces[s]``, to compare against. At most ``size`` pieces (half the slots); when full it
+    is emptied.
     """
 
     def __init__(self, size: int) -> None:
@@ -119,8 +127,7 @@ class PieceCache:
             slots *= 2
         self.size: Final[i64] = size
         self.mask: Final[i64] = slots - 1
-        self.hashes = vec[i64]([0] * slots)
-        self.values = vec[i64]([0] * slots)
+        self.entries = vec[i64]([0] * (2 * slots))
         self.pieces: list[str] = [""] * slots
         self.multi: list[list[int]] = []
         self.count: i64 = 0
@@ -129,10 +136,27 @@ class PieceCache:
         """Forget every piece."""
         if self.count:
             slots = self.mask + 1
-            self.hashes = vec[i64]([0] * slots)
+            self.entries = vec[i64]([0] * (2 * slots))
             self.pieces = [""] * slots
             self.multi = []
             self.count = 0
+
+    def find(self, text: str, start: i64, end: i64, key: i64) -> i64:
+        """The slot of text[start:end] (whose ``_piece_hash`` is ``key``), or -1."""
+        mask = self.mask
+        entries = self.entries
+        slot = ((key * 40_503) >> 8) & mask
+        stored = entries[2 * slot]
+        while stored != 0:
+            if stored == key and _same(self.pieces[slot], text, start, end):
+                return slot
+            slot = (slot + 1) & mask
+            stored = entries[2 * slot]
+        return -1
+
+    def value(self, slot: i64) -> i64:
+        """The value in ``slot``."""
+        return self.entries[2 * slot + 1]
 
     def add(self, piece: str, key: i64, ids: list[int]) -> None:
         """Remember ``ids`` for ``piece`` (whose ``_piece_hash`` is ``key``)."""
@@ -141,15 +165,16 @@ class PieceCache:
                 return
             self.clear()
         mask = self.mask
+        entries = self.entries
         slot = ((key * 40_503) >> 8) & mask
-        while self.hashes[slot] != 0:
+        while entries[2 * slot] != 0:
             slot = (slot + 1) & mask
-        self.hashes[slot] = key
+        entries[2 * slot] = key
         self.pieces[slot] = piece
         if len(ids) == 1:
-            self.values[slot] = ids[0]
+            entries[2 * slot + 1] = ids[0]
         else:
-            self.values[slot] = -1 - len(self.multi)
+            entries[2 * slot + 1] = -1 - len(self.multi)
             self.multi.append(ids)
         self.count += 1
 
@@ -193,6 +218,22 @@ class BytePairEncoder:
         self.max_digits: Final = max_digits
         self.cache_size: Final = cache_size
         self.cache: Final = PieceCache(cache_size)
+        # The vocabulary's tokens keyed like the cache, so that with ignore_merges a piece that is
+        # a token is found in place (a dict needs the piece sliced out and hashed first).
+        tokens = PieceCache(len(whole_tokens) if ignore_merges else 0)
+        if ignore_merges:
+            for token, token_id in whole_tokens.items():
+                if 0 < len(token) <= CACHE_MAX_CHARS:
+                    tokens.add(token, _piece_hash(token, 0, len(token)), [token_id])
+        self.tokens: Final = tokens
+        # Rank of every pair of single-byte tokens, looked up by the two bytes.
+        byte_pairs = vec[i64]()
+        for pair in range(1 << 16):
+            value = merges.get(byte_ids[pair >> 8] * PAIR_STRIDE + byte_ids[pair & 0xFF])
+            byte_pairs = append(byte_pairs, value >> ID_BITS if value != NO_MERGE else NO_MERGE)
+        self.byte_pairs: Final = byte_pairs
+        self.scratch_ids: Final = vec[i64]([0] * HEAP_MIN_BYTES)
+        self.scratch_values: Final = vec[i64]([0] * HEAP_MIN_BYTES)
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of ``text`` to ``out``."""
@@ -219,27 +260,42 @@ class BytePairEncoder:
             value: i64 = -1
             found = False
             if key != 0:
-                hashes = cache.hashes
+                entries = cache.entries
                 slot = ((key * 40_503) >> 8) & mask
-                stored = hashes[slot]
+                stored = entries[2 * slot]
                 while stored != 0:
                     if stored == key and _same(cache.pieces[slot], text, i, end):
-                        value = cache.values[slot]
+                        value = entries[2 * slot + 1]
                         found = True
                         break
                     slot = (slot + 1) & mask
-                    stored = hashes[slot]
+                    stored = entries[2 * slot]
             if found and value >= 0:
                 total += 1
                 if out is not None:
                     out.append(value)
             else:
-                ids = cache.multi[-1 - value] if found else self.piece_ids(text[i:end], key)
+                ids = cache.multi[-1 - value] if found else self._compute(text, i, end, key)
                 total += len(ids)
                 if out is not None:
                     out.extend(ids)
             i = end
         return total
+
+    def _compute(self, text: str, start: i64, end: i64, key: i64) -> list[int]:
+        """The ids of text[start:end], not in the cache (``key``: its hash, or 0 when too long to cache)."""
+        if self.ignore_merges and key != 0:
+            tokens = self.tokens
+            slot = tokens.find(text, start, end, key)
+            if slot >= 0:
+                ids = [tokens.value(slot)]
+                self.cache.add(tokens.pieces[slot], key, ids)  # the token's own str: no slice
+                return ids
+            piece = text[start:end]
+            ids = self.merge(piece.encode("utf-8"))
+            self.cache.add(piece, key, ids)
+            return ids
+        return self.piece_ids(text[start:end], key)
 
     def piece_ids(self, piece: str, key: i64 = 0) -> list[int]:
         """The ids of one piece (computed; remembered in the cache when ``key`` is its hash)."""
@@ -252,36 +308,35 @@ class BytePairEncoder:
     def merge(self, data: bytes) -> list[int]:
         """The ids of one piece's bytes after all merges."""
         if len(data) < HEAP_MIN_BYTES:
-            return _merge_scan(data, self.byte_ids, self.merges)
+            if len(data) == 0:
+                return []
+            return _merge_scan(data, self.byte_ids, self.byte_pairs, self.merges, self.scratch_ids, self.scratch_values)
         return _merge_heap(data, self.byte_ids, self.merges)
 
-def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int]:
-    """Merge by scanning an array of pair values for the best: fast for short and medium pieces.
+def _merge_scan(
+    data: bytes, byte_ids: vec[i64], byte_pairs: vec[i64], merges: MergeTable, ids: vec[i64], values: vec[i64]
+) -> list[int]:
+    """Merge by scanning an array of pair ranks for the best: fast for short and medium pieces.
 
     ``values[k]`` is the merge rank of the pair (ids[k], ids[k + 1]), NO_MERGE if none; after a
     merge only the two pairs around it are looked up again, so the table sees O(n) lookups.
-    The probe of the merge table is written out here (not ``MergeTable.get``): a method call
-    per lookup was a third of the time of a short piece.
+    The first ranks come from ``byte_pairs`` (indexed by two bytes: 512 KB, stays in cache), the
+    rest from the merge table, whose probe is written out here (a method call per lookup was a
+    third of the time of a short piece). ``ids`` and ``values`` are scratch space of at least
+    ``len(data)`` slots, reused from piece to piece.
     """
     size: i64 = len(data)
     table = merges.table
     mask = merges.mask
     merged = merges.merged
-    ids = vec[i64]()
-    values = vec[i64]()
-    for k in range(size):
-        ids = append(ids, byte_ids[data[k]])
-    for k in range(size):
-        if k + 1 == size:
-            values = append(values, NO_MERGE)
-            break
-        key: i64 = ids[k] * PAIR_STRIDE + ids[k + 1] + 1
-        slot = ((key * 1_000_003) >> 11) & mask
-        found = table[slot]
-        while (found >> RANK_BITS) != key and found != 0:
-            slot = (slot + 1) & mask
-            found = table[slot]
-        values = append(values, (found & RANK_MASK) if found != 0 else NO_MERGE)
+    previous: i64 = data[0]
+    ids[0] = byte_ids[previous]
+    for k in range(1, size):
+        byte: i64 = data[k]
+        ids[k] = byte_ids[byte]
+        values[k - 1] = byte_pairs[(previous << 8) | byte]
+        previous = byte
+    values[size - 1] = NO_MERGE
     while size > 1:
         best: i64 = NO_MERGE
         best_at: i64 = -1
@@ -301,7 +356,7 @@ def _merge_scan(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
         first: i64 = best_at - 1 if best_at > 0 else 0
         last: i64 = best_at + 1 if best_at + 1 < size - 1 else size - 1
         for k in range(first, last):  # the pairs around the merge
-            key = ids[k] * PAIR_STRIDE + ids[k + 1] + 1
+            key: i64 = ids[k] * PAIR_STRIDE + ids[k + 1] + 1
             slot = ((key * 1_000_003) >> 11) & mask
             found = table[slot]
             while (found >> RANK_BITS) != key and found != 0:
