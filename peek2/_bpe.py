@@ -33,6 +33,13 @@ Performance notes (scripts/bench_encode.py, compiled):
   piece (XNLI merges 669 -> 466 ns a piece), hash and value side by side in the cache's one
   array, the vocabulary keyed like the cache (no slice, no siphash: English misses 1.3 ->
   0.8 us), and reused scratch arrays instead of appends.
+- ``_pair_value``'s direct-mapped cache of 16,384 recent pairs (256 KB) in front of the 4 MB
+  merge table, with the merged id in the cached value (no ``merged[rank]`` access on a hit):
+  XNLI 20 -> 29 MB/s, CJK 10 -> 14 MB/s. Cached multi-token results live in one flat array,
+  not a list each: the garbage collector was 8% of CJK time visiting those lists.
+- Tried and reverted: appending shared int objects from a list of every id instead of
+  boxing each i64 (the incref is a random write into 4 MB of int objects: English 58 -> 43
+  MB/s); a larger piece cache (65,536 or 262,144 pieces: slower, more memory to clear).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ POS_MASK: Final = 0xFFFFFFFF
 HEAP_MIN_BYTES: Final = 256
 NO_MERGE: Final = 1 << 60  # above every merge value, and a tagged (unboxed) int
 CACHE_MAX_CHARS: Final = 128
+PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
 
 
 class MergeTable:
@@ -115,10 +123,11 @@ class PieceCache:
     """Recent pieces -> their ids, looked up straight from the text: no slice, no str hash on a hit.
 
     Open addressing over one packed array of pairs: ``entries[2s]`` is the hash of the piece in
-    slot ``s`` (0 = empty) and ``entries[2s + 1]`` its value (the id of a one-token piece, or
-    ``-1 - k`` for ``multi[k]``); hash and value share a cache line. The piece itself is in
-    ``pieces[s]``, to compare against. At most ``size`` pieces (half the slots); when full it
-    is emptied.
+    slot ``s`` (0 = empty) and ``entries[2s + 1]`` its value: the id of a one-token piece, or
+    ``-1 - k`` where ``multi[k]`` is the number of ids and the ids follow it. Hash and value
+    share a cache line; no list per piece (fewer objects for the garbage collector to visit).
+    The piece itself is in ``pieces[s]``, to compare against. At most ``size`` pieces (half the
+    slots); when full it is emptied.
     """
 
     def __init__(self, size: int) -> None:
@@ -129,7 +138,7 @@ class PieceCache:
         self.mask: Final[i64] = slots - 1
         self.entries = vec[i64]([0] * (2 * slots))
         self.pieces: list[str] = [""] * slots
-        self.multi: list[list[int]] = []
+        self.multi = vec[i64]()
         self.count: i64 = 0
 
     def clear(self) -> None:
@@ -138,7 +147,7 @@ class PieceCache:
             slots = self.mask + 1
             self.entries = vec[i64]([0] * (2 * slots))
             self.pieces = [""] * slots
-            self.multi = []
+            self.multi = vec[i64]()
             self.count = 0
 
     def find(self, text: str, start: i64, end: i64, key: i64) -> i64:
@@ -158,8 +167,8 @@ class PieceCache:
         """The value in ``slot``."""
         return self.entries[2 * slot + 1]
 
-    def add(self, piece: str, key: i64, ids: list[int]) -> None:
-        """Remember ``ids`` for ``piece`` (whose ``_piece_hash`` is ``key``)."""
+    def add(self, piece: str, key: i64, ids: vec[i64], size: i64) -> None:
+        """Remember ``ids[:size]`` for ``piece`` (whose ``_piece_hash`` is ``key``)."""
         if self.count >= self.size:
             if self.size == 0:
                 return
@@ -171,12 +180,30 @@ class PieceCache:
             slot = (slot + 1) & mask
         entries[2 * slot] = key
         self.pieces[slot] = piece
-        if len(ids) == 1:
+        if size == 1:
             entries[2 * slot + 1] = ids[0]
         else:
-            entries[2 * slot + 1] = -1 - len(self.multi)
-            self.multi.append(ids)
+            multi = self.multi
+            entries[2 * slot + 1] = -1 - len(multi)
+            multi = append(multi, size)
+            for k in range(size):
+                multi = append(multi, ids[k])
+            self.multi = multi
         self.count += 1
+
+    def emit(self, value: i64, out: list[int] | None) -> i64:
+        """Append the ids of a cached ``value`` to ``out`` (unless None); returns how many."""
+        if value >= 0:
+            if out is not None:
+                out.append(value)
+            return 1
+        multi = self.multi
+        at: i64 = -1 - value
+        size = multi[at]
+        if out is not None:
+            for k in range(at + 1, at + 1 + size):
+                out.append(multi[k])
+        return size
 
 
 def _piece_hash(text: str, start: i64, end: i64) -> i64:
@@ -224,14 +251,15 @@ class BytePairEncoder:
         if ignore_merges:
             for token, token_id in whole_tokens.items():
                 if 0 < len(token) <= CACHE_MAX_CHARS:
-                    tokens.add(token, _piece_hash(token, 0, len(token)), [token_id])
+                    tokens.add(token, _piece_hash(token, 0, len(token)), vec[i64]([token_id]), 1)
         self.tokens: Final = tokens
         # Rank of every pair of single-byte tokens, looked up by the two bytes.
         byte_pairs = vec[i64]()
         for pair in range(1 << 16):
             value = merges.get(byte_ids[pair >> 8] * PAIR_STRIDE + byte_ids[pair & 0xFF])
-            byte_pairs = append(byte_pairs, value >> ID_BITS if value != NO_MERGE else NO_MERGE)
+            byte_pairs = append(byte_pairs, value)
         self.byte_pairs: Final = byte_pairs
+        self.pairs: Final = vec[i64]([0] * (2 * (PAIR_CACHE_MASK + 1)))
         self.scratch_ids: Final = vec[i64]([0] * HEAP_MIN_BYTES)
         self.scratch_values: Final = vec[i64]([0] * HEAP_MIN_BYTES)
 
@@ -274,61 +302,89 @@ class BytePairEncoder:
                 total += 1
                 if out is not None:
                     out.append(value)
+            elif found:
+                total += cache.emit(value, out)
             else:
-                ids = cache.multi[-1 - value] if found else self._compute(text, i, end, key)
-                total += len(ids)
-                if out is not None:
-                    out.extend(ids)
+                total += self._compute(text, i, end, key, out)
             i = end
         return total
 
-    def _compute(self, text: str, start: i64, end: i64, key: i64) -> list[int]:
-        """The ids of text[start:end], not in the cache (``key``: its hash, or 0 when too long to cache)."""
-        if self.ignore_merges and key != 0:
-            tokens = self.tokens
-            slot = tokens.find(text, start, end, key)
-            if slot >= 0:
-                ids = [tokens.value(slot)]
-                self.cache.add(tokens.pieces[slot], key, ids)  # the token's own str: no slice
-                return ids
-            piece = text[start:end]
-            ids = self.merge(piece.encode("utf-8"))
-            self.cache.add(piece, key, ids)
-            return ids
-        return self.piece_ids(text[start:end], key)
+    def _compute(self, text: str, start: i64, end: i64, key: i64, out: list[int] | None) -> i64:
+        """Append the ids of text[start:end] (not in the cache) to ``out`` unless None; returns how many.
 
-    def piece_ids(self, piece: str, key: i64 = 0) -> list[int]:
-        """The ids of one piece (computed; remembered in the cache when ``key`` is its hash)."""
-        token = self.whole_tokens.get(piece, -1) if self.ignore_merges else -1
-        ids = [token] if token >= 0 else self.merge(piece.encode("utf-8"))
+        ``key`` is the piece's hash, or 0 when it is too long to cache.
+        """
+        cache = self.cache
+        if self.ignore_merges:
+            token: i64 = -1
+            if key != 0:
+                tokens = self.tokens
+                slot = tokens.find(text, start, end, key)
+                if slot >= 0:
+                    token = tokens.value(slot)
+                    single = self.scratch_values
+                    single[0] = token
+                    cache.add(tokens.pieces[slot], key, single, 1)  # the token's own str: no slice
+            else:
+                token = self.whole_tokens.get(text[start:end], -1)
+            if token >= 0:
+                if out is not None:
+                    out.append(token)
+                return 1
+        piece = text[start:end]
+        data = piece.encode("utf-8")
+        if len(data) == 0:
+            return 0
+        if len(data) < HEAP_MIN_BYTES:
+            ids = self.scratch_ids
+            size = _merge_scan(data, self.byte_ids, self.byte_pairs, self.merges, self.pairs, ids, self.scratch_values)
+        else:
+            merged = _merge_heap(data, self.byte_ids, self.merges)
+            size = len(merged)
+            ids = vec[i64](merged)
         if key != 0:
-            self.cache.add(piece, key, ids)
-        return ids
+            cache.add(piece, key, ids, size)
+        if out is not None:
+            for k in range(size):
+                out.append(ids[k])
+        return size
+
+    def piece_ids(self, piece: str) -> list[int]:
+        """The ids of one piece (not cached)."""
+        out: list[int] = []
+        self._compute(piece, 0, len(piece), 0, out)
+        return out
 
     def merge(self, data: bytes) -> list[int]:
-        """The ids of one piece's bytes after all merges."""
+        """The ids of one piece's bytes after all merges (the whole-token rule not applied)."""
+        if len(data) == 0:
+            return []
         if len(data) < HEAP_MIN_BYTES:
-            if len(data) == 0:
-                return []
-            return _merge_scan(data, self.byte_ids, self.byte_pairs, self.merges, self.scratch_ids, self.scratch_values)
+            ids = self.scratch_ids
+            size = _merge_scan(data, self.byte_ids, self.byte_pairs, self.merges, self.pairs, ids, self.scratch_values)
+            return [ids[k] for k in range(size)]
         return _merge_heap(data, self.byte_ids, self.merges)
 
-def _merge_scan(
-    data: bytes, byte_ids: vec[i64], byte_pairs: vec[i64], merges: MergeTable, ids: vec[i64], values: vec[i64]
-) -> list[int]:
-    """Merge by scanning an array of pair ranks for the best: fast for short and medium pieces.
 
-    ``values[k]`` is the merge rank of the pair (ids[k], ids[k + 1]), NO_MERGE if none; after a
-    merge only the two pairs around it are looked up again, so the table sees O(n) lookups.
-    The first ranks come from ``byte_pairs`` (indexed by two bytes: 512 KB, stays in cache), the
-    rest from the merge table, whose probe is written out here (a method call per lookup was a
-    third of the time of a short piece). ``ids`` and ``values`` are scratch space of at least
-    ``len(data)`` slots, reused from piece to piece.
+def _merge_scan(
+    data: bytes,
+    byte_ids: vec[i64],
+    byte_pairs: vec[i64],
+    merges: MergeTable,
+    pairs: vec[i64],
+    ids: vec[i64],
+    values: vec[i64],
+) -> i64:
+    """Merge by scanning an array of pair values for the best: fast for short and medium pieces.
+
+    ``values[k]`` is the merge value (``rank << ID_BITS | merged_id``) of the pair (ids[k],
+    ids[k + 1]), NO_MERGE if none; after a merge only the two pairs around it are looked up
+    again, so O(n) lookups. The first values come from ``byte_pairs`` (indexed by two bytes),
+    the others from ``pairs``, a direct-mapped cache of recent lookups in front of the merge
+    table (see ``_pair_value``). ``ids`` and ``values`` are scratch space of at least
+    ``len(data)`` slots, reused from piece to piece; the result is ``ids[:size]``, size returned.
     """
     size: i64 = len(data)
-    table = merges.table
-    mask = merges.mask
-    merged = merges.merged
     previous: i64 = data[0]
     ids[0] = byte_ids[previous]
     for k in range(1, size):
@@ -347,23 +403,44 @@ def _merge_scan(
                 best_at = k
         if best_at < 0:
             break
-        ids[best_at] = merged[best]  # values here are bare ranks
+        ids[best_at] = best & ID_MASK
         for k in range(best_at + 1, size - 1):  # close the gap left by ids[best_at + 1]
             ids[k] = ids[k + 1]
             values[k - 1] = values[k]
         size -= 1
         values[size - 1] = NO_MERGE
-        first: i64 = best_at - 1 if best_at > 0 else 0
-        last: i64 = best_at + 1 if best_at + 1 < size - 1 else size - 1
-        for k in range(first, last):  # the pairs around the merge
-            key: i64 = ids[k] * PAIR_STRIDE + ids[k + 1] + 1
-            slot = ((key * 1_000_003) >> 11) & mask
-            found = table[slot]
-            while (found >> RANK_BITS) != key and found != 0:
-                slot = (slot + 1) & mask
-                found = table[slot]
-            values[k] = (found & RANK_MASK) if found != 0 else NO_MERGE
-    return [ids[k] for k in range(size)]
+        if best_at > 0:
+            values[best_at - 1] = _pair_value(ids[best_at - 1], ids[best_at], merges, pairs)
+        if best_at + 1 < size:
+            values[best_at] = _pair_value(ids[best_at], ids[best_at + 1], merges, pairs)
+    return size
+
+
+def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i64:
+    """The merge value of (left, right), through ``pairs``: a direct-mapped cache of recent answers.
+
+    ``pairs[2s]`` holds key + 1 (0 = empty) and ``pairs[2s + 1]`` the value, NO_MERGE included:
+    a miss costs one more access than the merge table alone; a hit saves a random access into
+    the merge table and one into ``merged`` (see the performance notes).
+    """
+    key: i64 = left * PAIR_STRIDE + right + 1
+    at: i64 = 2 * (((key * 2_654_435_761) >> 13) & PAIR_CACHE_MASK)
+    if pairs[at] == key:
+        return pairs[at + 1]
+    table = merges.table
+    mask = merges.mask
+    slot = ((key * 1_000_003) >> 11) & mask
+    found = table[slot]
+    while (found >> RANK_BITS) != key and found != 0:
+        slot = (slot + 1) & mask
+        found = table[slot]
+    value: i64 = NO_MERGE
+    if found != 0:
+        rank = found & RANK_MASK
+        value = (rank << ID_BITS) | merges.merged[rank]
+    pairs[at] = key
+    pairs[at + 1] = value
+    return value
 
 
 def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int]:
