@@ -26,7 +26,7 @@ from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
-from peek2.nfc import nfc
+from peek2.nfc import nfc, nfc_aligned
 from peek2.pretokenizer import Peek2Pattern, _family_stage2
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 
@@ -80,6 +80,9 @@ class Tokenizer:
             if added.special:
                 self._special_ids.add(added.id)
         self._normalize: Callable[[str], str] = _normalizer(spec.normalizer)
+        self._normalize_aligned: Callable[[str], tuple[str, list[int]]] = (
+            nfc_aligned if spec.normalizer == "NFC" else lambda text: (text, list(range(len(text))))
+        )
         family = FAMILIES[spec.family]
         self._engine = BytePairEncoder(
             vec[i64](_byte_ids(spec)),
@@ -227,42 +230,47 @@ class Tokenizer:
     ) -> Encoding:
         """The ids of ``text`` with the character span of each, as the reference's ``Encoding.offsets``.
 
-        A token that holds part of a character's bytes spans that whole character; the tokens
-        added by the post-processor span ``(0, 0)``. A separate call, so that ``encode`` stays cheap.
+        Spans are in ``text`` as given, through the normalizer (Qwen's NFC) the way the reference
+        aligns them. A token that holds part of a character's bytes spans that whole character;
+        the tokens added by the post-processor span ``(0, 0)``. A separate call, so that
+        ``encode`` stays cheap.
 
         >>> tok.encode_with_offsets("Hi there", add_special_tokens=False)  # doctest: +SKIP
         Encoding(ids=[13347, 1070], offsets=[(0, 2), (2, 8)])
-
-        Raises:
-            NotImplementedError: the model's normalizer changes ``text`` (Qwen's NFC on text that is
-                not NFC): offsets through a normalizer are not implemented.
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        if self._normalize(text) != text:
-            raise NotImplementedError(
-                "offsets of text that the normalizer changes (not NFC) are not implemented; "
-                "normalize it first with tok.normalize(text)"
-            )
         ids: list[int] = list(self._prefix_ids) if add_special_tokens else []
         offsets: list[tuple[int, int]] = [(0, 0)] * len(ids)
-        start = 0
-        for segment, token_id in self._segments(text, split_special_tokens):
-            end = start + len(segment)
+        position = 0  # of the raw segment in text
+        for raw, token_id in self._raw_matcher.split(text, split_special_tokens):
             if token_id >= 0:
                 ids.append(token_id)
-                offsets.append((start, end))
-            else:
-                for piece_start, piece_end in self.pattern.split_offsets(segment):
-                    self._piece_offsets(segment[piece_start:piece_end], start + piece_start, ids, offsets)
-            start = end
+                offsets.append((position, position + len(raw)))
+                position += len(raw)
+                continue
+            normalized, source = self._normalize_aligned(raw)
+            # source[k]: index in ``raw`` of normalized character k.
+            spans = [(position + k, position + k + 1) for k in source]
+            at = 0
+            for segment, added_id in self._normalized_matcher.split(normalized, split_special_tokens):
+                if added_id >= 0:
+                    ids.append(added_id)
+                    offsets.append((spans[at][0], spans[at + len(segment) - 1][1]))
+                else:
+                    for piece_start, piece_end in self.pattern.split_offsets(segment):
+                        self._piece_offsets(segment[piece_start:piece_end], at + piece_start, spans, ids, offsets)
+                at += len(segment)
+            position += len(raw)
         if add_special_tokens:
             ids.extend(self._suffix_ids)
             offsets.extend([(0, 0)] * len(self._suffix_ids))
         return Encoding(ids, offsets)
 
-    def _piece_offsets(self, piece: str, at: int, ids: list[int], offsets: list[tuple[int, int]]) -> None:
-        """Append the ids of one piece and the character span of each (``at`` = the piece's start)."""
+    def _piece_offsets(
+        self, piece: str, at: int, spans: list[tuple[int, int]], ids: list[int], offsets: list[tuple[int, int]]
+    ) -> None:
+        """Append the ids of one piece and the span of each (``at``: the piece's index in ``spans``)."""
         char_of_byte: list[int] = []
         for k, char in enumerate(piece):
             char_of_byte.extend([at + k] * len(char.encode("utf-8")))
@@ -270,7 +278,7 @@ class Tokenizer:
         for token_id in self._engine.piece_ids(piece):
             size = len(self._id_bytes[token_id] or b"")
             ids.append(token_id)
-            offsets.append((char_of_byte[byte], char_of_byte[byte + size - 1] + 1))
+            offsets.append((spans[char_of_byte[byte]][0], spans[char_of_byte[byte + size - 1]][1]))
             byte += size
 
     def _plain(self, text: str) -> bool:

@@ -3,7 +3,10 @@ reordering, composition and the scalars newer than the reference's NFC data (tab
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import unicodedata2
 from tokenizers import normalizers
 
 from peek2._nfc_late import LATE
@@ -49,3 +52,27 @@ def test_late_scalars_are_barriers() -> None:
 def test_regenerated_late_table_is_identical() -> None:
     assert generator.OUTPUT.read_text(encoding="utf-8") == generator.render()
     assert len(LATE) < 1000
+
+
+@pytest.mark.slow
+def test_offsets_through_nfc_for_every_active_scalar(data_dir: Path) -> None:
+    """Qwen2 offsets (peek2 aligns through its NFC like the reference) for every scalar that NFC
+    decomposes, reorders or composes, in contexts that move marks around it."""
+    from tokenizers import Tokenizer as Reference
+
+    from peek2.tokenizer import Tokenizer
+
+    path = data_dir / "tokenizers" / "qwen2" / "tokenizer.json"
+    ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
+    active = [
+        chr(cp)
+        for cp in range(0x110000)
+        if not 0xD800 <= cp <= 0xDFFF
+        and (unicodedata2.combining(chr(cp)) or unicodedata2.decomposition(chr(cp)) or 0xAC00 <= cp <= 0xD7A3)
+    ]
+    for char in active:
+        for context in ("{}", "A{}\u0327\u0301 x", "e\u0301{}\u0308y", "\u1100{}\u11a8"):
+            text = context.format(char)
+            expected = reference.encode(text, add_special_tokens=False)
+            got = ours.encode_with_offsets(text, False)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets), f"U+{ord(char):04X} in {ascii(text)}"

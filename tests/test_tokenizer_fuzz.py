@@ -1,8 +1,8 @@
 """Property-based fuzzing of the whole tokenizer against tokenizers.Tokenizer, with a fixed seed.
 
 Each example is checked on every tokenizer below (so the budget is per tokenizer): ids with
-and without special tokens, ids with special tokens treated as text, count, and decode of the
-reference's ids. Texts mix special-token strings (whole, partial, nested), NFC-sensitive
+and without special tokens, ids with special tokens treated as text, count, offsets (through
+the normalizer), and decode of the reference's ids. Texts mix special-token strings (whole, partial, nested), NFC-sensitive
 sequences (combining marks, Hangul jamo, composition exclusions), scripts, whitespace and
 digits. The budget is PEEK2_FUZZ_EXAMPLES (default 100,000).
 """
@@ -89,6 +89,9 @@ def test_fuzz_tokenizers(shard: int, seed: int) -> None:
             got = ours.encode(text, add)
             assert got == expected, f"{model} add={add} {ascii(text)}: {first_mismatch(expected, got)}"
         assert ours.count(text) == len(expected) + len(ours.spec.prefix_ids), f"{model} count {ascii(text)}"
+        encoding = reference.encode(text, add_special_tokens=False)
+        got_offsets = ours.encode_with_offsets(text, False)
+        assert got_offsets.offsets == encoding.offsets, f"{model} offsets {ascii(text)}"
         split = SPLITTING[model].encode(text).ids
         assert ours.encode(text, split_special_tokens=True) == split, f"{model} split_special_tokens {ascii(text)}"
         assert ours.decode(expected) == reference.decode(expected, skip_special_tokens=False), f"{model} {ascii(text)}"
