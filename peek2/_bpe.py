@@ -142,11 +142,11 @@ class PieceCache:
         self.count: i64 = 0
 
     def clear(self) -> None:
-        """Forget every piece."""
+        """Forget every piece (stale strings stay in ``pieces`` until overwritten: never compared)."""
         if self.count:
-            slots = self.mask + 1
-            self.entries = vec[i64]([0] * (2 * slots))
-            self.pieces = [""] * slots
+            entries = self.entries
+            for k in range(len(entries)):
+                entries[k] = 0
             self.multi = vec[i64]()
             self.count = 0
 
