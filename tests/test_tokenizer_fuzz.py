@@ -21,7 +21,7 @@ from tokenizers import Tokenizer as Reference
 from compliance.reference import first_mismatch
 from conftest import DEFAULT_DATA, fuzz_examples
 from peek2.tokenizer import Tokenizer
-from test_fuzz import ATOMS
+from test_fuzz import ATOMS, join_parts
 
 MODELS = ["llama3.1", "llama3.2", "qwen2", "qwen3"]
 
@@ -39,15 +39,8 @@ POOL = ATOMS + SPECIAL + NFC_SENSITIVE
 
 
 def build_text(rng: random.Random) -> str:
-    """Up to 20 atoms from POOL or arbitrary scalars (no surrogates), drawn from ``rng``."""
-    parts = []
-    for _ in range(rng.randint(0, 20)):
-        if rng.random() < 0.75:
-            parts.append(rng.choice(POOL))
-        else:
-            cp = rng.randint(0, 0x10FFFF)
-            parts.append(chr(cp) if not 0xD800 <= cp <= 0xDFFF else "\ufffd")
-    return "".join(parts)
+    """Up to 20 parts from POOL or arbitrary scalars (no surrogates), drawn from ``rng``."""
+    return join_parts(rng, rng.randint(0, 20), POOL, 0.75)
 
 
 # Hypothesis draws one seed per example (derandomized: a fixed sequence) and the text is built
