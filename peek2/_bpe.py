@@ -37,8 +37,9 @@ Performance notes (scripts/bench_encode.py, compiled):
   merge table, with the merged id in the cached value (no ``merged[rank]`` access on a hit):
   XNLI 20 -> 29 MB/s, CJK 10 -> 14 MB/s. Cached multi-token results live in one flat array,
   not a list each: the garbage collector was 8% of CJK time visiting those lists.
-- Seven lookups in ten find no merge (CJK); a one-hash Bloom filter over the pair keys (512 KB)
-  answers most of those without the merge table: CJK 0.85x -> 1.03x tiktoken in one run.
+- Seven lookups in ten find no merge (CJK). A one-hash Bloom filter over the pair keys (512 KB)
+  in front of the merge table made no measurable difference once the pair cache was there
+  (CJK 0.77-0.85x vs 0.68-0.92x tiktoken in alternating runs): not kept.
 - Tried and reverted: appending shared int objects from a list of every id instead of
   boxing each i64 (the incref is a random write into 4 MB of int objects: English 58 -> 43
   MB/s); a larger piece cache (65,536 or 262,144 pieces: slower, more memory to clear).
@@ -66,7 +67,6 @@ HEAP_MIN_BYTES: Final = 256
 NO_MERGE: Final = 1 << 60  # above every merge value, and a tagged (unboxed) int
 CACHE_MAX_CHARS: Final = 128
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
-FILTER_BITS: Final = 1 << 22  # 512 KB: about 6% false positives for Llama-3's 280k merges
 
 
 class MergeTable:
@@ -99,13 +99,6 @@ class MergeTable:
             table[slot] = (key << RANK_BITS) | rank
         self.table: Final = table
         self.merged: Final = merged
-        # One bit per hash of a pair key (a one-hash Bloom filter): most pairs looked up have no
-        # merge, and a clear bit says so from 512 KB instead of the 4 MB table.
-        bits = vec[i64]([0] * (FILTER_BITS >> 6))
-        for k in range(len(pair_keys)):
-            bit = _filter_bit(pair_keys[k] + 1)
-            bits[bit >> 6] = bits[bit >> 6] | (1 << (bit & 63))
-        self.filter: Final = bits
 
     def get(self, pair_key: i64) -> i64:
         """The merge value of a pair, or NO_MERGE."""
@@ -121,12 +114,6 @@ class MergeTable:
             if found == 0:
                 return NO_MERGE
             slot = (slot + 1) & mask
-
-
-def _filter_bit(key: i64) -> i64:
-    # Another multiplier than the table's (also below 2**21: no overflow), so that filter and
-    # table collisions are unrelated.
-    return ((key * 1_299_709) >> 9) & (FILTER_BITS - 1)
 
 
 def _slot(key: i64, mask: i64) -> i64:
@@ -443,19 +430,17 @@ def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i
     at: i64 = 2 * (((key * 2_097_143) >> 13) & PAIR_CACHE_MASK)  # below 2**21: no overflow
     if pairs[at] == key:
         return pairs[at + 1]
-    value: i64 = NO_MERGE
-    bit = ((key * 1_299_709) >> 9) & (FILTER_BITS - 1)
-    if (merges.filter[bit >> 6] >> (bit & 63)) & 1:
-        table = merges.table
-        mask = merges.mask
-        slot = ((key * 1_000_003) >> 11) & mask
+    table = merges.table
+    mask = merges.mask
+    slot = ((key * 1_000_003) >> 11) & mask
+    found = table[slot]
+    while (found >> RANK_BITS) != key and found != 0:
+        slot = (slot + 1) & mask
         found = table[slot]
-        while (found >> RANK_BITS) != key and found != 0:
-            slot = (slot + 1) & mask
-            found = table[slot]
-        if found != 0:
-            rank = found & RANK_MASK
-            value = (rank << ID_BITS) | merges.merged[rank]
+    value: i64 = NO_MERGE
+    if found != 0:
+        rank = found & RANK_MASK
+        value = (rank << ID_BITS) | merges.merged[rank]
     pairs[at] = key
     pairs[at + 1] = value
     return value
