@@ -54,6 +54,12 @@ from peek2.tokenizer import Tokenizer as Tokenizer  # noqa: E402
 from peek2.tokenizer import count as count  # noqa: E402
 from peek2.tokenizer import decode as decode  # noqa: E402
 from peek2.tokenizer import encode as encode  # noqa: E402
+# The tokenizers plugin and the transformers patch (they import tokenizers/transformers only when called).
+from peek2.plugin import Peek2 as Peek2  # noqa: E402
+from peek2.plugin import patch as patch  # noqa: E402
+from peek2.plugin import unpatch as unpatch  # noqa: E402
+from peek2.transformers_patch import patch_transformers as patch_transformers  # noqa: E402
+from peek2.transformers_patch import unpatch_transformers as unpatch_transformers  # noqa: E402
 
 
 def _is_extension(module_name: str) -> bool:

@@ -1,0 +1,255 @@
+"""The ``tokenizers`` plugin: Peek2 as the pre-tokenizer of a ``tokenizers.Tokenizer``.
+
+    >>> from tokenizers import Tokenizer                                    # doctest: +SKIP
+    >>> import peek2
+    >>> tok = peek2.patch(Tokenizer.from_file("tokenizer.json"))            # doctest: +SKIP
+    >>> tok.encode("Hello world").tokens                                    # doctest: +SKIP
+    ['<|begin_of_text|>', 'Hello', 'Ġworld']
+    >>> tok.save("saved.json")          # the original regex form: any tokenizers can load it  # doctest: +SKIP
+
+``Peek2()`` stands for the whole pre-tokenizer of these models,
+``Sequence[Split(Regex(pattern), "isolated"), ByteLevel(use_regex=False)]``: it returns
+that ``Sequence`` with the ``Split`` replaced by a custom component that splits with
+peek2. The byte-level step is kept as the real ``ByteLevel``: it is what the BPE
+vocabulary is written in, and keeping it makes ``Peek2()`` a drop-in replacement for the
+whole ``tok.pre_tokenizer`` field (``Peek2(byte_level=False)`` gives the split alone, for
+your own ``Sequence``).
+
+Why pieces, not finished tokens: a custom component may also hand back finished tokens
+(``PreTokenizedString.tokenize``) made by peek2's own BPE, skipping the model. Measured on
+XNLI sentences (interleaved medians) that is no faster than the original pipeline (3.24
+against 3.29 MB/s: each ``tokenizers.Token`` costs about 0.2 us to make, and more to
+convert), and it gives every token of a text the same word index (``Encoding.word_ids``
+differ), ``pre_tokenize_str`` returns the text unsplit, and ``train_from_iterator`` learns
+from whole texts instead of pieces. The split route is faithful everywhere, so ``Peek2()``
+splits. Its cost is one ``NormalizedString`` per piece (about 1 us to slice and convert),
+more than the regex it replaces: the plugin runs at about 0.7x the original
+(``scripts/bench_plugin.py``; see docs/plugin.md).
+
+Linear time: ``NormalizedString`` slicing by character offsets walks the string from its
+start (``char_to_bytes``), so slicing every piece out of one long text is quadratic. Long
+texts are first cut in halves at piece boundaries, recursively, until a chunk has at most
+``CHUNK_CHARS`` characters, and pieces are sliced from their chunk: O(n log n) work in
+cheap native slicing, and each piece slice costs at most ``CHUNK_CHARS``.
+
+Serialisation: ``tokenizers`` cannot serialise a custom component. ``patch(tok)`` keeps
+the original pre-tokenizer and gives the instance its own ``to_str``, ``save`` and
+``__reduce_ex__`` (a ``tokenizers.Tokenizer`` accepts attributes, and instance attributes
+come before the class's methods): they write the original regex form, and unpickling
+loads it and patches again. A tokenizer that got ``tok.pre_tokenizer = Peek2()`` directly
+cannot be saved (tokenizers raises "Custom PreTokenizer cannot be serialized"): use
+``patch``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from types import MethodType
+from typing import TYPE_CHECKING, Any
+
+from peek2.formats import hf_json
+from peek2.pretokenizer import PatternLike, resolve
+
+if TYPE_CHECKING:  # tokenizers is needed only when the plugin is used
+    from tokenizers import NormalizedString, PreTokenizedString, Tokenizer
+    from tokenizers.pre_tokenizers import PreTokenizer
+
+CHUNK_CHARS = 256
+"""Pieces are sliced from chunks of at most this many characters (see "Linear time")."""
+
+_PATCH_KEYS = ("_peek2_family", "_peek2_original", "_peek2_installed", "to_str", "save", "__reduce_ex__")
+
+
+class Peek2Split:
+    """The custom component: splits each ``NormalizedString`` into the pieces of a family.
+
+    Use it through ``Peek2()``; on its own it is ``Split(Regex(pattern), "isolated")``:
+
+    >>> from tokenizers.pre_tokenizers import PreTokenizer
+    >>> PreTokenizer.custom(Peek2Split("llama3")).pre_tokenize_str("Hi  there")
+    [('Hi', (0, 2)), (' ', (2, 3)), (' there', (3, 9))]
+    """
+
+    def __init__(self, pattern: PatternLike = "llama3") -> None:
+        self.pattern = resolve(pattern)
+        self.family = self.pattern.family
+
+    def pre_tokenize(self, pretok: PreTokenizedString) -> None:
+        pretok.split(self._split)
+
+    def _split(self, index: int, normalized: NormalizedString) -> list[NormalizedString]:
+        text = str(normalized)
+        if len(text) <= CHUNK_CHARS:
+            # One native call per piece, no Python loop (a slice costs at most CHUNK_CHARS here).
+            return list(map(normalized.slice, self.pattern.split_offsets(text)))  # type: ignore[arg-type]
+        ends = self.pattern.split_ends(text)
+        out: list[NormalizedString] = []
+        _slice_pieces(normalized, ends, 0, len(ends), 0, out)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Peek2Split({self.family!r})"
+
+    def __reduce__(self) -> tuple[type[Peek2Split], tuple[str]]:
+        return (Peek2Split, (self.family,))
+
+
+def _slice_pieces(chunk: NormalizedString, ends: list[int], lo: int, hi: int, base: int, out: list[Any]) -> None:
+    """Append pieces ``lo..hi-1`` (piece k ends at ``ends[k]``) of ``chunk``, which starts at ``base``."""
+    stop = ends[hi - 1]
+    if hi - lo == 1:
+        out.append(chunk)  # the chunk is exactly one piece
+        return
+    if stop - base <= CHUNK_CHARS:
+        start = base if lo == 0 else ends[lo - 1]
+        offsets = list(zip([start - base, *[e - base for e in ends[lo : hi - 1]]], [e - base for e in ends[lo:hi]]))
+        out.extend(map(chunk.slice, offsets))
+        return
+    # Cut at the piece boundary nearest the middle character (at least one piece each side).
+    mid = bisect.bisect_left(ends, (base + stop) // 2, lo, hi - 1) + 1
+    mid = min(max(mid, lo + 1), hi - 1)
+    cut = ends[mid - 1]
+    left, right = chunk.slice((0, cut - base)), chunk.slice((cut - base, stop - base))
+    assert left is not None and right is not None  # None only for ranges outside the chunk
+    _slice_pieces(left, ends, lo, mid, base, out)
+    _slice_pieces(right, ends, mid, hi, cut, out)
+
+
+def Peek2(pattern: PatternLike = "llama3", *, byte_level: bool = True) -> PreTokenizer:  # noqa: N802 (a class to its users)
+    """A ``tokenizers`` pre-tokenizer: ``Sequence[Split(pattern), ByteLevel(use_regex=False)]`` done by peek2.
+
+    ``pattern`` is a family name (``"llama3"``, ``"qwen2"``, ``"qwen3.5"``) or the exact pattern
+    string of one; ``byte_level=False`` leaves out the byte-level step.
+
+    >>> Peek2("qwen2").pre_tokenize_str("I've 12")
+    [('I', (0, 1)), ("'ve", (1, 4)), ('Ġ', (4, 5)), ('1', (5, 6)), ('2', (6, 7))]
+    >>> Peek2(byte_level=False).pre_tokenize_str("Hi there")
+    [('Hi', (0, 2)), (' there', (2, 8))]
+
+    Raises:
+        TypeError: ``pattern`` is not a str.
+        UnsupportedPatternError (a ValueError): not a supported family or pattern.
+    """
+    from tokenizers import pre_tokenizers
+
+    split = Peek2Split(pattern)
+    custom = pre_tokenizers.PreTokenizer.custom(split)
+    if not byte_level:
+        result = custom
+    else:
+        step = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        result = pre_tokenizers.Sequence([custom, step])
+    # Pickles as the call that made it (tokenizers cannot pickle a custom component).
+    result.__reduce_ex__ = lambda protocol: (_peek2_from_args, (split.family, byte_level))  # type: ignore[method-assign]
+    return result
+
+
+def _peek2_from_args(family: str, byte_level: bool) -> PreTokenizer:
+    return Peek2(family, byte_level=byte_level)
+
+
+# ==== Patching a tokenizers.Tokenizer ====
+
+
+def patch(tok: Tokenizer) -> Tokenizer:
+    """Install the Peek2 pre-tokenizer matching ``tok``'s own pattern; returns ``tok`` (patched in place).
+
+    ``tok`` keeps working as before (same ids, tokens, offsets, word ids, training), and its
+    ``to_str``, ``save`` and pickling write the original regex form (loadable anywhere);
+    unpickling patches again. Patching a patched tokenizer does nothing.
+
+    Raises:
+        TypeError: ``tok`` is not a ``tokenizers.Tokenizer``.
+        NotImplementedError: its pre-tokenizer is not ``Sequence[Split(Regex), ByteLevel(use_regex=False)]``
+            (not a Split, not byte-level, or a custom component); the message names the step.
+        UnsupportedPatternError (a ValueError): the Split's regex is not a supported family's.
+    """
+    from tokenizers import Tokenizer as HfTokenizer
+    from tokenizers import pre_tokenizers
+
+    if not isinstance(tok, HfTokenizer):
+        raise TypeError(f"patch expects a tokenizers.Tokenizer, not {type(tok).__name__}")
+    if "_peek2_family" in tok.__dict__:
+        return tok
+    family = pipeline_family(tok)
+    original = tok.pre_tokenizer
+    assert original is not None  # pipeline_family refused a missing one
+    # Keep the tokenizer's own ByteLevel step object (its settings, exactly).
+    installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family)), original[1]])
+    tok.pre_tokenizer = installed
+    attributes = tok.__dict__
+    attributes["_peek2_family"] = family
+    attributes["_peek2_original"] = original
+    attributes["_peek2_installed"] = installed
+    attributes["to_str"] = MethodType(_to_str, tok)
+    attributes["save"] = MethodType(_save, tok)
+    attributes["__reduce_ex__"] = MethodType(_reduce_ex, tok)
+    return tok
+
+
+def unpatch(tok: Tokenizer) -> Tokenizer:
+    """Put back the original pre-tokenizer of a patched ``tok``; returns ``tok`` (a no-op if not patched)."""
+    attributes = tok.__dict__
+    if "_peek2_family" in attributes:
+        tok.pre_tokenizer = attributes["_peek2_original"]
+        for key in _PATCH_KEYS:
+            attributes.pop(key, None)
+    return tok
+
+
+def patched_family(tok: Tokenizer) -> str | None:
+    """The family of the Peek2 that ``patch`` installed in ``tok``, or None when it is not patched."""
+    family = getattr(tok, "__dict__", {}).get("_peek2_family")
+    return family if isinstance(family, str) else None
+
+
+def pipeline_family(tok: Tokenizer) -> str:
+    """The family of ``tok``'s pre-tokenizer, or a clear refusal (see ``patch``)."""
+    if tok.pre_tokenizer is None:
+        raise NotImplementedError(
+            "tokenizer has no pre_tokenizer: peek2 replaces Sequence[Split(<family pattern>), ByteLevel(use_regex=false)]"
+        )
+    try:
+        state = json.loads(tok.pre_tokenizer.__getstate__())
+    except Exception as error:  # tokenizers raises a bare Exception for a custom component
+        raise NotImplementedError(
+            f"tokenizer's pre_tokenizer cannot be read ({error}): a custom component (already Peek2?) cannot be patched"
+        ) from None
+    return hf_json._family(state, "tokenizer")
+
+
+def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
+    """``Tokenizer.to_str`` with the original pre-tokenizer in place of Peek2 (the same results)."""
+    from tokenizers import Tokenizer as HfTokenizer
+
+    attributes = tok.__dict__
+    tok.pre_tokenizer = attributes["_peek2_original"]
+    try:
+        return HfTokenizer.to_str(tok, pretty)
+    finally:
+        tok.pre_tokenizer = attributes["_peek2_installed"]
+
+
+def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> None:
+    """``Tokenizer.save`` of the original form (see ``_to_str``)."""
+    from tokenizers import Tokenizer as HfTokenizer
+
+    attributes = tok.__dict__
+    tok.pre_tokenizer = attributes["_peek2_original"]
+    try:
+        HfTokenizer.save(tok, os.fspath(path), pretty)
+    finally:
+        tok.pre_tokenizer = attributes["_peek2_installed"]
+
+
+def _reduce_ex(tok: Tokenizer, protocol: int) -> tuple[Any, tuple[str]]:
+    return (_load_patched, (_to_str(tok),))
+
+
+def _load_patched(json_text: str) -> Tokenizer:
+    """Unpickle a patched tokenizer: load its original form and patch it again."""
+    from tokenizers import Tokenizer as HfTokenizer
+
+    return patch(HfTokenizer.from_str(json_text))

@@ -1,0 +1,169 @@
+"""``patch_transformers()``: transformers' fast tokenizers of Llama-3 / Qwen2 / Qwen3 run on peek2.
+
+    >>> import peek2
+    >>> peek2.patch_transformers()                                   # doctest: +SKIP
+    >>> tok = AutoTokenizer.from_pretrained("path/to/llama3.1")     # doctest: +SKIP
+    >>> tok("Hello world")                                           # doctest: +SKIP
+    {'input_ids': [128000, 9906, 1917], 'attention_mask': [1, 1, 1]}
+    >>> peek2.unpatch_transformers()                                 # doctest: +SKIP
+
+Two integration points, chosen by what a call asks for:
+- plain calls (``__call__``/``encode`` of text or a list of texts, no offsets, padding,
+  truncation, tensors, pairs or other outputs) go to peek2's standalone ``Tokenizer``,
+  built once per tokenizer from its backend's own JSON (so added tokens and the
+  post-processor are those transformers set up): no ``tokenizers.Encoding`` is built;
+- every other call goes through the backend ``tokenizers.Tokenizer`` with the peek2
+  plugin installed (``peek2.patch``), so offsets, padding and the rest are the backend's own.
+
+Tokenizers whose pipeline peek2 does not implement are left alone. The result of a plain
+call is a ``BatchEncoding`` without ``encodings`` (``.tokens()``/``.word_ids()`` need a
+call with ``return_offsets_mapping=True``, which takes the backend path). The standalone
+tokenizer is rebuilt when the backend's added tokens or post-processor change
+(``add_tokens``, ``add_bos_token = ...``); other direct edits of ``backend_tokenizer``
+after the first call are not seen.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+from peek2.families import UnsupportedPatternError
+from peek2.plugin import patch, patched_family
+from peek2.spec import TokenizerFormatError
+from peek2.tokenizer import Tokenizer
+
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
+# Per transformers tokenizer: (fingerprint, peek2 Tokenizer or None when unsupported).
+# Kept outside the instance so that pickling and deepcopy of the tokenizer are unchanged.
+_STATE: weakref.WeakKeyDictionary[Any, tuple[tuple[int, bytes], Tokenizer | None]] = weakref.WeakKeyDictionary()
+
+# Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
+_PLAIN = {
+    "is_split_into_words": False,
+    "return_tensors": None,
+    "return_overflowing_tokens": False,
+    "return_special_tokens_mask": False,
+    "return_offsets_mapping": False,
+    "return_length": False,
+    "return_token_type_ids": (None, False),
+}
+_IGNORED = ("max_length", "stride", "pad_to_multiple_of", "padding_side", "verbose")  # only act with padding/truncation
+
+
+def patch_transformers() -> None:
+    """Make transformers' ``TokenizersBackend`` (Llama-3, Qwen2/2.5/3 fast tokenizers) use peek2.
+
+    Raises:
+        ImportError: transformers is not installed (``pip install "peek2[transformers]"``).
+    """
+    try:
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:
+        raise ImportError('patch_transformers needs transformers: pip install "peek2[transformers]"') from None
+    if "_encode_plus" in _ORIGINAL:
+        return
+    original = TokenizersBackend._encode_plus
+    _ORIGINAL["_encode_plus"] = original
+
+    def _encode_plus(self: Any, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
+        engine = _engine(self)
+        if engine is None or text_pair is not None or not _is_plain(self, text, kwargs):
+            return original(self, text, text_pair, **kwargs)
+        return _plain_call(self, engine, text, kwargs)
+
+    TokenizersBackend._encode_plus = _encode_plus  # type: ignore[method-assign, assignment]
+
+
+def unpatch_transformers() -> None:
+    """Undo ``patch_transformers``: new calls use transformers' own path (backends stay patched, same results)."""
+    original = _ORIGINAL.pop("_encode_plus", None)
+    if original is not None:
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+        TokenizersBackend._encode_plus = original  # type: ignore[method-assign]
+
+
+def is_transformers_patched() -> bool:
+    """True while ``patch_transformers`` is in effect."""
+    return "_encode_plus" in _ORIGINAL
+
+
+def _fingerprint(backend: Any) -> tuple[int, bytes]:
+    # Cheap: the added-token count moves with add_tokens, the post-processor with add_bos_token.
+    post = backend.post_processor
+    return backend.get_vocab_size(with_added_tokens=True), post.__getstate__() if post is not None else b""
+
+
+def _engine(self: Any) -> Tokenizer | None:
+    """The peek2 Tokenizer standing for this transformers tokenizer, or None when unsupported."""
+    backend = self._tokenizer
+    fingerprint = _fingerprint(backend)
+    state = _STATE.get(self)
+    if state is not None and state[0] == fingerprint:
+        return state[1]
+    engine: Tokenizer | None
+    try:
+        if patched_family(backend) is None:
+            patch(backend)
+        engine = Tokenizer.from_str(backend.to_str())  # the original form (patch's to_str)
+    except (NotImplementedError, UnsupportedPatternError, TokenizerFormatError):
+        engine = None
+    _STATE[self] = (fingerprint, engine)
+    return engine
+
+
+def _is_plain(self: Any, text: Any, kwargs: dict[str, Any]) -> bool:
+    from transformers.tokenization_utils_base import TruncationStrategy
+    from transformers.utils.generic import PaddingStrategy
+
+    if not (isinstance(text, str) or (isinstance(text, (list, tuple)) and text and all(isinstance(t, str) for t in text))):
+        return False
+    for key, value in kwargs.items():
+        if key in _PLAIN:
+            allowed = _PLAIN[key]
+            if value not in (allowed if isinstance(allowed, tuple) else (allowed,)):
+                return False
+        elif key == "padding_strategy":
+            if value != PaddingStrategy.DO_NOT_PAD:
+                return False
+        elif key == "truncation_strategy":
+            if value != TruncationStrategy.DO_NOT_TRUNCATE:
+                return False
+        elif key not in _IGNORED and key not in ("add_special_tokens", "return_attention_mask", "split_special_tokens"):
+            return False  # an argument this path does not know: transformers' own path
+    return kwargs.get("return_token_type_ids") is not None or "token_type_ids" not in self.model_input_names
+
+
+def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dict[str, Any]) -> Any:
+    from transformers.tokenization_utils_base import BatchEncoding, TruncationStrategy
+    from transformers.utils.generic import PaddingStrategy
+
+    # The same side effects on the backend as transformers' path (no padding, no truncation).
+    self.set_truncation_and_padding(
+        padding_strategy=PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy=TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length=kwargs.get("max_length"),
+        stride=kwargs.get("stride", 0),
+        pad_to_multiple_of=kwargs.get("pad_to_multiple_of"),
+        padding_side=kwargs.get("padding_side"),
+    )
+    split_special_tokens = kwargs.get("split_special_tokens")
+    if split_special_tokens is None:
+        split_special_tokens = self.split_special_tokens
+    if self._tokenizer.encode_special_tokens != split_special_tokens:
+        self._tokenizer.encode_special_tokens = split_special_tokens
+    add_special_tokens = kwargs.get("add_special_tokens", True)
+    texts = [text] if isinstance(text, str) else text
+    ids = [engine.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in texts]
+    mask = kwargs.get("return_attention_mask")
+    if mask is None:
+        mask = "attention_mask" in self.model_input_names
+    data: dict[str, Any] = {"input_ids": ids}
+    if mask:
+        data["attention_mask"] = [[1] * len(row) for row in ids]
+    for row in ids:
+        self._eventual_warn_about_too_long_sequence(row, kwargs.get("max_length"), kwargs.get("verbose", True))
+    if isinstance(text, str):
+        data = {key: value[0] for key, value in data.items()}
+    return BatchEncoding(data)

@@ -1,0 +1,340 @@
+"""The tokenizers plugin (``Peek2()``, ``peek2.patch``) against the original tokenizers pipeline.
+
+Every comparison is with the same tokenizer.json loaded by tokenizers unchanged: ids,
+tokens, offsets and word ids, on all of XNLI (through ``encode_batch`` on both sides, and
+``encode`` on a sample), the save/load and pickle round trips (a multiprocessing pool too),
+training with BpeTrainer, linear time, and the refusals of ``patch``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import multiprocessing
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+from tokenizers import NormalizedString, Regex, Tokenizer, models, pre_tokenizers, trainers
+
+import peek2
+from compliance import xnli
+from peek2.plugin import CHUNK_CHARS, Peek2Split, patched_family, unpatch
+
+MODELS = ["llama3.1", "llama3.2", "qwen2", "qwen3"]
+SAMPLE_PER_LANGUAGE = 20
+
+
+def load(data_dir: Path, model: str) -> Tokenizer:
+    return Tokenizer.from_file(str(data_dir / "tokenizers" / model / "tokenizer.json"))
+
+
+def xnli_texts(data_dir: Path) -> list[str]:
+    """Every premise and hypothesis of XNLI (test and dev), each distinct text once (a premise comes
+    with three hypotheses: the results of a repeat are those of its first occurrence)."""
+    texts = [text for row in xnli.iter_xnli_tsv(data_dir / "xnli") for text in (row.premise, row.hypothesis)]
+    assert len(texts) == 2 * 15 * (5010 + 2490)
+    return list(dict.fromkeys(texts))
+
+
+def sample(data_dir: Path, per_language: int = SAMPLE_PER_LANGUAGE) -> list[str]:
+    by_language: dict[str, list[str]] = {}
+    for row in xnli.iter_xnli_tsv(data_dir / "xnli", ("dev",)):
+        bucket = by_language.setdefault(row.language, [])
+        if len(bucket) < per_language:
+            bucket.extend((row.premise, row.hypothesis))
+    assert sorted(by_language) == sorted(xnli.LANGUAGES)
+    return [text for texts in by_language.values() for text in texts]
+
+
+TRICKY = [
+    "",
+    "Hello world, it's 12345 apples!\n\n",
+    "  leading  and   trailing   ",
+    "<|begin_of_text|>Hi<|eot_id|> <|im_start|>user\nyo<|im_end|><think>x</think>",
+    "e\u0301 Cafe\u0301 \ufb01 \u212b",  # not NFC: Qwen's normalizer changes them
+    "\U0001F44D\U0001F3FD emoji, \u0915\u094D\u0937 \u0e01\u0e32 \u4f60\u597d\u3002",
+    "x" * 3000 + " " + "\u00e9" * 2500,  # longer than CHUNK_CHARS: the halving path
+    "a\r\n\tb \u00a0c\u3000d",
+]
+
+
+def same(expected: object, got: object) -> None:
+    for field in ("ids", "tokens", "offsets", "word_ids", "attention_mask"):
+        assert getattr(got, field) == getattr(expected, field), field
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def pair(request: pytest.FixtureRequest, data_dir: Path) -> tuple[Tokenizer, Tokenizer]:
+    return load(data_dir, request.param), peek2.patch(load(data_dir, request.param))
+
+
+# ==== Equality with the original pipeline ====
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_encode_equals_original(pair: tuple[Tokenizer, Tokenizer], text: str) -> None:
+    original, patched = pair
+    for add in (True, False):
+        same(original.encode(text, add_special_tokens=add), patched.encode(text, add_special_tokens=add))
+    assert patched.decode(patched.encode(text).ids) == original.decode(original.encode(text).ids)
+
+
+def test_split_special_tokens_equal_original(pair: tuple[Tokenizer, Tokenizer]) -> None:
+    original, patched = pair
+    original.encode_special_tokens = patched.encode_special_tokens = True
+    try:
+        same(original.encode(TRICKY[3]), patched.encode(TRICKY[3]))
+    finally:
+        original.encode_special_tokens = patched.encode_special_tokens = False
+
+
+def test_pre_tokenize_str_equals_original(pair: tuple[Tokenizer, Tokenizer]) -> None:
+    original, patched = pair
+    for text in TRICKY:
+        assert patched.pre_tokenizer.pre_tokenize_str(text) == original.pre_tokenizer.pre_tokenize_str(text)
+
+
+def test_pairs_padding_truncation_equal_original(pair: tuple[Tokenizer, Tokenizer], data_dir: Path) -> None:
+    original, patched = pair
+    texts = sample(data_dir, 2)
+    pairs = list(zip(texts[::2], texts[1::2]))
+    for tok in (original, patched):
+        tok.enable_padding(pad_id=0, pad_token="!")
+        tok.enable_truncation(max_length=40)
+    try:
+        for expected, got in zip(original.encode_batch(pairs), patched.encode_batch(pairs)):
+            same(expected, got)
+    finally:
+        for tok in (original, patched):
+            tok.no_padding()
+            tok.no_truncation()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, stride", [("llama3.2", 1), ("qwen3", 1), ("llama3.1", 5), ("qwen2", 5)])
+def test_xnli_encode_batch_equals_original(data_dir: Path, model: str, stride: int) -> None:
+    """All of XNLI (15 languages, test and dev, premise and hypothesis): ids, tokens, offsets, word ids.
+
+    The whole of it for one model of each family (llama3.2: ``ignore_merges`` false; qwen3: the
+    most added tokens); every fifth distinct text for the other (llama3.1: ``ignore_merges`` true; qwen2),
+    whose normalizer and pattern are the same, to keep within the suite's time budget.
+    """
+    original, patched = load(data_dir, model), peek2.patch(load(data_dir, model))
+    texts = xnli_texts(data_dir)[::stride]
+    mismatches = []
+    for start in range(0, len(texts), 5000):
+        chunk = texts[start : start + 5000]
+        for text, expected, got in zip(chunk, original.encode_batch(chunk), patched.encode_batch(chunk)):
+            if (expected.ids, expected.tokens, expected.offsets, expected.word_ids) != (
+                got.ids, got.tokens, got.offsets, got.word_ids
+            ):
+                mismatches.append(text)
+    assert mismatches == []
+
+
+def test_xnli_sample_encode_equals_original(pair: tuple[Tokenizer, Tokenizer], data_dir: Path) -> None:
+    """``encode`` one text at a time, every language."""
+    original, patched = pair
+    for text in sample(data_dir):
+        same(original.encode(text), patched.encode(text))
+
+
+# ==== Peek2() itself ====
+
+
+def test_peek2_is_the_whole_pre_tokenizer(data_dir: Path) -> None:
+    """``tok.pre_tokenizer = Peek2(family)`` on a Llama-3 and a Qwen2 tokenizer: the original's results."""
+    for model, family in (("llama3", "llama3"), ("qwen2", "qwen2")):
+        original, tok = load(data_dir, model), load(data_dir, model)
+        tok.pre_tokenizer = peek2.Peek2(family)
+        for text in TRICKY:
+            same(original.encode(text), tok.encode(text))
+
+
+def test_peek2_accepts_a_pattern_string_and_pickles() -> None:
+    by_name, by_pattern = peek2.Peek2("qwen2"), peek2.Peek2(peek2.PATTERNS["qwen2"])
+    text = "I've 1234 \u00e9t\u00e9s"
+    assert by_name.pre_tokenize_str(text) == by_pattern.pre_tokenize_str(text)
+    assert pickle.loads(pickle.dumps(by_name)).pre_tokenize_str(text) == by_name.pre_tokenize_str(text)
+    reference = pre_tokenizers.Split(Regex(peek2.PATTERNS["llama3"]), "isolated")
+    assert peek2.Peek2(byte_level=False).pre_tokenize_str(text) == reference.pre_tokenize_str(text)
+
+
+@pytest.mark.parametrize("bad, error", [("gpt2", peek2.UnsupportedPatternError), (r"\p{L}+", peek2.UnsupportedPatternError), (3, TypeError)])
+def test_peek2_refuses_unknown_patterns(bad: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        peek2.Peek2(bad)  # type: ignore[arg-type]
+
+
+# ==== Linear time ====
+
+
+def split_cost_per_byte(split: Peek2Split, text: str, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        normalized = NormalizedString(text)
+        start = time.perf_counter()
+        pieces = split._split(0, normalized)
+        best = min(best, time.perf_counter() - start)
+    assert "".join(map(str, pieces)) == text
+    return best / len(text.encode("utf-8"))
+
+
+@pytest.mark.slow
+def test_split_is_linear_on_non_ascii_text() -> None:
+    """Cost per byte of the split at 1M characters against 100K (slicing each piece out of the whole
+    string would be ~10x: char offsets are found by walking from the start); no wall-clock limit."""
+    unit = "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! \u6f22\u5b57 12345.\n"
+    small, large = (unit * (100_000 // len(unit)))[:100_000], (unit * (1_000_000 // len(unit)))[:1_000_000]
+    split = Peek2Split("llama3")
+    small_cost, large_cost = split_cost_per_byte(split, small, 3), split_cost_per_byte(split, large, 2)
+    assert large_cost < 2.5 * small_cost, (small_cost, large_cost)
+
+
+def test_halving_keeps_offsets(data_dir: Path) -> None:
+    """A text far above CHUNK_CHARS, one long piece among short ones: the original's offsets."""
+    original, patched = load(data_dir, "qwen3"), peek2.patch(load(data_dir, "qwen3"))
+    text = ("caf\u00e9 \u4f60\u597d 1 " * 800) + "y" * (3 * CHUNK_CHARS) + " \u00e9\n" * 500
+    same(original.encode(text), patched.encode(text))
+
+
+# ==== Serialisation ====
+
+
+def test_to_str_and_save_write_the_original(data_dir: Path, tmp_path: Path) -> None:
+    original, patched = load(data_dir, "qwen3"), peek2.patch(load(data_dir, "qwen3"))
+    assert patched.to_str() == original.to_str()
+    patched.save(str(tmp_path / "tokenizer.json"))
+    reloaded = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))  # plain tokenizers reads it
+    assert patched_family(reloaded) is None
+    same(original.encode(TRICKY[1]), reloaded.encode(TRICKY[1]))
+    same(original.encode(TRICKY[1]), patched.encode(TRICKY[1]))  # still patched after saving
+    assert patched_family(patched) is not None
+
+
+def test_pickle_and_deepcopy_stay_patched(data_dir: Path) -> None:
+    original, patched = load(data_dir, "llama3.1"), peek2.patch(load(data_dir, "llama3.1"))
+    patched.add_tokens(["<my token>"])
+    original.add_tokens(["<my token>"])
+    for clone in (pickle.loads(pickle.dumps(patched)), copy.deepcopy(patched)):
+        assert patched_family(clone) == "llama3"
+        for text in TRICKY[:4] + ["a <my token> b"]:
+            same(original.encode(text), clone.encode(text))
+
+
+def encode_ids(tok: Tokenizer, text: str) -> list[int]:
+    return tok.encode(text).ids
+
+
+def test_multiprocessing_pool(data_dir: Path) -> None:
+    original, patched = load(data_dir, "qwen2"), peek2.patch(load(data_dir, "qwen2"))
+    texts = sample(data_dir, 4)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        got = pool.starmap(encode_ids, [(patched, text) for text in texts], chunksize=len(texts) // 2)
+    assert got == [e.ids for e in original.encode_batch(texts)]
+
+
+def test_unpatch_restores_the_original(data_dir: Path) -> None:
+    tok = peek2.patch(load(data_dir, "qwen2"))
+    assert peek2.patch(tok) is tok  # patching twice does nothing
+    unpatch(tok)
+    assert patched_family(tok) is None and "save" not in tok.__dict__
+    assert tok.pre_tokenizer.__getstate__() == load(data_dir, "qwen2").pre_tokenizer.__getstate__()
+
+
+# ==== Training ====
+
+
+@pytest.mark.slow
+def test_training_equals_original(data_dir: Path) -> None:
+    """BpeTrainer on XNLI in all 15 languages: the same vocabulary and merges as with the regex."""
+    corpus = sample(data_dir, 60)
+
+    def train(pre_tokenizer: pre_tokenizers.PreTokenizer) -> dict[str, object]:
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizer
+        trainer = trainers.BpeTrainer(
+            vocab_size=3000, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        )
+        tok.train_from_iterator(corpus, trainer)
+        model = json.loads(tok.model.__getstate__())  # to_str refuses the custom component
+        return {"vocab": model["vocab"], "merges": model["merges"]}
+
+    regex = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(peek2.PATTERNS["llama3"]), "isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    expected, got = train(regex), train(peek2.Peek2("llama3"))
+    assert len(expected["merges"]) > 2000  # type: ignore[arg-type]
+    assert got == expected
+
+
+# ==== Refusals ====
+
+
+def with_pre_tokenizer(pre_tokenizer: object) -> Tokenizer:
+    """A small byte-level BPE tokenizer with this pre_tokenizer (JSON form)."""
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    data = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+        "pre_tokenizer": pre_tokenizer, "post_processor": None, "decoder": None,
+        "model": {"type": "BPE", "vocab": {char: k for k, char in enumerate(sorted(alphabet))}, "merges": []},
+    }
+    return Tokenizer.from_str(json.dumps(data))
+
+
+SPLIT = {"type": "Split", "pattern": {"Regex": peek2.PATTERNS["llama3"]}, "behavior": "Isolated", "invert": False}
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+
+
+@pytest.mark.parametrize(
+    "pre_tokenizer, error, message",
+    [
+        (None, NotImplementedError, "no pre_tokenizer"),
+        ({"type": "Whitespace"}, NotImplementedError, "Whitespace"),
+        ({"type": "Sequence", "pretokenizers": [SPLIT]}, NotImplementedError, "ByteLevel"),  # not byte-level
+        ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}, NotImplementedError, "GPT-2"),
+        ({"type": "Sequence", "pretokenizers": [{**SPLIT, "pattern": {"Regex": r"\p{L}+|\p{N}"}}, BYTE_LEVEL]},
+         peek2.UnsupportedPatternError, "nearest family"),
+        ({"type": "Sequence", "pretokenizers": [{**SPLIT, "behavior": "Removed", "invert": True}, BYTE_LEVEL]},
+         NotImplementedError, "Isolated"),
+        ({"type": "Sequence", "pretokenizers": [{**SPLIT, "pattern": {"String": " "}}, BYTE_LEVEL]}, NotImplementedError, "Regex"),
+    ],
+)
+def test_patch_refuses_unsupported_pipelines(pre_tokenizer: object, error: type[Exception], message: str) -> None:
+    tok = with_pre_tokenizer(pre_tokenizer)
+    with pytest.raises(error, match=message):
+        peek2.patch(tok)
+    assert patched_family(tok) is None and "save" not in tok.__dict__
+
+
+def test_patch_accepts_the_supported_pipeline() -> None:
+    tok = peek2.patch(with_pre_tokenizer({"type": "Sequence", "pretokenizers": [SPLIT, BYTE_LEVEL]}))
+    assert patched_family(tok) == "llama3"
+    assert tok.encode("Hi  there").tokens == ["H", "i", "Ġ", "Ġ", "t", "h", "e", "r", "e"]
+
+
+def test_patch_refuses_gpt4o_and_custom_and_non_tokenizers(data_dir: Path) -> None:
+    with pytest.raises(NotImplementedError, match="Isolated"):
+        peek2.patch(load(data_dir, "gpt4o"))  # Split(Removed, invert) of another pattern
+    with pytest.raises(NotImplementedError, match="Split"):
+        peek2.patch(load(data_dir, "deepseek-v3"))  # three Splits
+    tok = load(data_dir, "llama3.1")
+    tok.pre_tokenizer = peek2.Peek2()
+    with pytest.raises(NotImplementedError, match="custom component"):
+        peek2.patch(tok)
+    with pytest.raises(TypeError, match="tokenizers.Tokenizer"):
+        peek2.patch("tokenizer.json")  # type: ignore[arg-type]
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import peek2.plugin
+
+    failures, attempted = doctest.testmod(peek2.plugin)
+    assert failures == 0 and attempted >= 4

@@ -1,0 +1,143 @@
+"""``peek2.patch_transformers()`` against the unpatched transformers tokenizers, on XNLI in every language.
+
+The patched and the unpatched tokenizer of each model are loaded from the same folder by
+``AutoTokenizer.from_pretrained``; both the standalone path (no offsets) and the backend
+path (offsets, padding, pairs) must give what the unpatched one gives.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from transformers import AutoTokenizer  # in the test extra: a missing transformers fails, never skips
+
+import peek2
+from compliance import xnli
+from peek2 import transformers_patch
+from peek2.plugin import patched_family
+
+MODELS = ["llama3.1", "qwen3"]  # the Llama-3 and the Qwen backend classes (TokenizersBackend, Qwen2Tokenizer)
+PER_LANGUAGE = 40
+
+
+def unpatched(tok: Any, *args: Any, **kwargs: Any) -> Any:
+    """``tok(*args, **kwargs)`` with transformers unpatched (the patch is on the class: it reaches every instance)."""
+    was_patched = transformers_patch.is_transformers_patched()
+    peek2.unpatch_transformers()
+    try:
+        return tok(*args, **kwargs)
+    finally:
+        if was_patched:
+            peek2.patch_transformers()
+
+
+@pytest.fixture(scope="module")
+def texts(data_dir: Path) -> list[str]:
+    by_language: dict[str, list[str]] = {}
+    for row in xnli.iter_xnli_tsv(data_dir / "xnli", ("test",)):
+        bucket = by_language.setdefault(row.language, [])
+        if len(bucket) < PER_LANGUAGE:
+            bucket.extend((row.premise, row.hypothesis))
+    assert sorted(by_language) == sorted(xnli.LANGUAGES)
+    special = ["<|begin_of_text|>a<|eot_id|>", "<|im_start|>user\nhi<|im_end|><think>", "  x  \n\n\t y \u00e9"]
+    return [text for bucket in by_language.values() for text in bucket] + special
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def tokenizers_of(request: pytest.FixtureRequest, data_dir: Path) -> tuple[Any, Any]:
+    """Two instances from the same folder: the reference is only ever called unpatched."""
+    folder = str(data_dir / "tokenizers" / request.param)
+    return AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.fixture
+def pair(tokenizers_of: tuple[Any, Any]) -> Iterator[tuple[Any, Any]]:
+    peek2.patch_transformers()
+    try:
+        yield tokenizers_of
+    finally:
+        peek2.unpatch_transformers()
+
+
+def test_call_without_offsets_is_the_standalone_engine(pair: tuple[Any, Any], texts: list[str]) -> None:
+    reference, patched = pair
+    expected = unpatched(reference, texts)
+    expected_plain = unpatched(reference, texts, add_special_tokens=False, split_special_tokens=True)
+    got = patched(texts)
+    assert got.encodings is None  # the standalone path was taken
+    assert dict(got) == dict(expected)
+    assert dict(patched(texts, add_special_tokens=False, split_special_tokens=True)) == dict(expected_plain)
+    assert patched.encode(texts[0]) == expected["input_ids"][0]
+    assert dict(patched(texts[1])) == {key: value[1] for key, value in expected.items()}
+
+
+def test_offsets_padding_and_pairs_take_the_backend_path(pair: tuple[Any, Any], texts: list[str]) -> None:
+    reference, patched = pair
+    for tok in (reference, patched):
+        tok.pad_token = tok.pad_token or tok.eos_token  # Llama-3 files have none
+    expected = unpatched(reference, texts, return_offsets_mapping=True)
+    padded = unpatched(reference, texts[:30], texts[30:60], padding=True, truncation=True, max_length=48)
+    got = patched(texts, return_offsets_mapping=True)
+    assert patched_family(patched.backend_tokenizer) is not None  # the plugin does this path
+    assert dict(got) == dict(expected)
+    assert got.word_ids(5) == expected.word_ids(5)
+    assert dict(patched(texts[:30], texts[30:60], padding=True, truncation=True, max_length=48)) == dict(padded)
+
+
+def test_added_tokens_and_bos_changes_are_seen(data_dir: Path) -> None:
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    reference = AutoTokenizer.from_pretrained(folder)
+    peek2.patch_transformers()
+    try:
+        patched = AutoTokenizer.from_pretrained(folder)
+        text = "a <new tok> b"
+        assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
+        for tok in (reference, patched):
+            tok.add_tokens(["<new tok>"])
+            tok.add_bos_token = False
+        assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
+        assert patched(text)["input_ids"][0] != 128000
+        assert patched_family(reference.backend_tokenizer) is None  # never called while patched
+    finally:
+        peek2.unpatch_transformers()
+
+
+def test_save_pickle_and_unpatch(data_dir: Path, tmp_path: Path) -> None:
+    folder = str(data_dir / "tokenizers" / "qwen2")
+    reference = AutoTokenizer.from_pretrained(folder)
+    peek2.patch_transformers()
+    try:
+        patched = AutoTokenizer.from_pretrained(folder)
+        text = "Hello \u4f60\u597d 123"
+        expected = dict(unpatched(reference, text, return_offsets_mapping=True))
+        assert dict(patched(text, return_offsets_mapping=True)) == expected  # installs the plugin
+        patched.save_pretrained(str(tmp_path))
+        clone = pickle.loads(pickle.dumps(patched))
+        assert dict(clone(text, return_offsets_mapping=True)) == expected
+        assert dict(copy.deepcopy(patched)(text)) == dict(unpatched(reference, text))
+    finally:
+        peek2.unpatch_transformers()
+    assert not transformers_patch.is_transformers_patched()
+    reloaded = AutoTokenizer.from_pretrained(str(tmp_path))  # unpatched transformers reads what was saved
+    assert dict(reloaded(text, return_offsets_mapping=True)) == expected
+    assert reloaded(text).encodings is not None
+
+
+def test_unsupported_tokenizers_are_left_alone(data_dir: Path) -> None:
+    folder = str(data_dir / "tokenizers" / "deepseek-v3")  # three Splits: not a peek2 family
+    reference = AutoTokenizer.from_pretrained(folder)
+    peek2.patch_transformers()
+    try:
+        patched = AutoTokenizer.from_pretrained(folder)
+        text = "Hello world 12345 \u4f60\u597d"
+        got = patched(text)
+        assert got.encodings is not None  # transformers' own path
+        assert dict(got) == dict(unpatched(reference, text))
+        assert patched_family(patched.backend_tokenizer) is None
+    finally:
+        peek2.unpatch_transformers()
