@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
@@ -29,6 +29,10 @@ from peek2.formats.byte_level import to_bytes
 from peek2.nfc import nfc, nfc_aligned
 from peek2.pretokenizer import Peek2Pattern, _family_stage2
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
+
+if TYPE_CHECKING:  # the serving modules are imported when first used
+    from peek2.incremental import PromptCache
+    from peek2.streaming import StreamDecoder, StreamEncoder
 
 DEFAULT_CACHE_SIZE = 16_384
 """Pieces kept in the piece cache (each at most 128 characters): about 1 MB on ordinary text, 10 MB at worst."""
@@ -387,6 +391,49 @@ class Tokenizer:
         """Content -> id of the special added tokens."""
         return {t.content: t.id for t in self._added if t.special}
 
+    # ==== Serving (peek2.streaming, peek2.incremental, peek2.aio) ====
+    # Thin delegates, imported lazily so that ``import peek2`` stays as cheap as before.
+
+    def stream_encoder(self, add_special_tokens: bool = False, *, split_special_tokens: bool = False) -> StreamEncoder:
+        """A ``peek2.streaming.StreamEncoder``: ``feed(chunk) -> ids`` as they become final, ``finish()``."""
+        from peek2.streaming import StreamEncoder
+
+        return StreamEncoder(self, add_special_tokens, split_special_tokens=split_special_tokens)
+
+    def stream_decoder(self, skip_special_tokens: bool = False, *, prefill: Iterable[int] = ()) -> StreamDecoder:
+        """A ``peek2.streaming.StreamDecoder``: ``feed(id or ids) -> str`` of whole characters, ``finish()``."""
+        from peek2.streaming import StreamDecoder
+
+        return StreamDecoder(self, skip_special_tokens, prefill=prefill)
+
+    def prompt_cache(
+        self, max_prompts: int = 16, *, add_special_tokens: bool = True, split_special_tokens: bool = False
+    ) -> PromptCache:
+        """A ``peek2.incremental.PromptCache``: ``encode(prompt)`` re-tokenizes only what changed."""
+        from peek2.incremental import PromptCache
+
+        return PromptCache(self, max_prompts, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
+
+    async def async_encode(self, text: str, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
+        """``encode`` without holding the event loop: see ``peek2.aio.async_encode``."""
+        from peek2 import aio
+
+        return await aio.async_encode(self, text, add_special_tokens, split_special_tokens=split_special_tokens)
+
+    async def async_encode_batch(
+        self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
+    ) -> list[list[int]]:
+        """``encode_batch`` without holding the event loop: see ``peek2.aio.async_encode_batch``."""
+        from peek2 import aio
+
+        return await aio.async_encode_batch(self, texts, add_special_tokens, split_special_tokens=split_special_tokens)
+
+    async def async_decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        """``decode`` without holding the event loop: see ``peek2.aio.async_decode``."""
+        from peek2 import aio
+
+        return await aio.async_decode(self, ids, skip_special_tokens)
+
     # ==== Pickling: by source, not by vocabulary ====
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
@@ -413,14 +460,20 @@ class _AddedTokenMatcher:
     """Finds added tokens in text: leftmost-longest, non-overlapping, like the reference's Aho-Corasick."""
 
     def __init__(self, tokens: list[AddedToken], normalize: object) -> None:
-        self.by_first: dict[str, list[tuple[str, AddedToken]]] = {}
+        # Contents by their first two characters, as the lengths to try (longest first), so that
+        # a "<" in source code costs one dict lookup, not a startswith per Llama-3 special token.
+        self.by_content: dict[str, AddedToken] = {}
+        self.lengths: dict[str, list[int]] = {}
         for token in tokens:
             content = normalize(token.content) if callable(normalize) else token.content
-            if content:
-                self.by_first.setdefault(content[0], []).append((content, token))
-        for group in self.by_first.values():
-            group.sort(key=lambda item: -len(item[0]))  # longest first at one position
-        self.first_chars = list(self.by_first)
+            if content and content not in self.by_content:  # the first of equal contents wins
+                self.by_content[content] = token
+                lengths = self.lengths.setdefault(content[:2], [])
+                if len(content) not in lengths:
+                    lengths.append(len(content))
+        for lengths in self.lengths.values():
+            lengths.sort(reverse=True)
+        self.first_chars = sorted({content[0] for content in self.by_content})
 
     def split(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
         if not self.first_chars or not any(c in text for c in self.first_chars):
@@ -464,9 +517,12 @@ class _AddedTokenMatcher:
             if not positions:
                 return None
             start = min(positions)
-            for content, token in self.by_first[text[start]]:
-                if text.startswith(content, start):
-                    return start, content, token
+            for key in (text[start : start + 2], text[start]):  # two-character contents and longer, then one
+                for length in self.lengths.get(key, ()):
+                    content = text[start : start + length]
+                    token = self.by_content.get(content)
+                    if token is not None:
+                        return start, content, token
             at = start + 1
 
 

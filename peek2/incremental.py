@@ -1,0 +1,171 @@
+"""Incremental encoding of growing prompts: an LRU of recent prompts and their checkpoints.
+
+A chat server re-sends the whole conversation every turn: 90% of each prompt is the previous
+prompt. ``PromptCache.encode(prompt)`` finds the cached prompt sharing the longest prefix with
+it, resumes the streaming encoder (``peek2.streaming``) from the last checkpoint inside that
+shared prefix, and encodes only the rest. The ids are identical to ``Tokenizer.encode``: a
+checkpoint is the encoder's whole state after a prefix of the text (the ids already final and
+the pending text), and the streaming encoder's ids do not depend on where its input was cut.
+So a checkpoint at character ``p`` is valid for any prompt that starts with the same ``p``
+characters, whatever follows (an append, an edit in the tail, a divergent branch).
+
+>>> cache = tok.prompt_cache(max_prompts=8)                         # doctest: +SKIP
+>>> ids = cache.encode(system + history)                            # doctest: +SKIP
+>>> ids = cache.encode(system + history + answer + question)        # re-encodes only the new turn
+>>> ids == tok.encode(system + history + answer + question)         # doctest: +SKIP
+True
+
+Checkpoints are kept every ``CHECKPOINT_CHARS`` characters, and more densely near the end
+(``TAIL_CHECKPOINTS``: 256 and 4096 characters before it), where the next turn's edits
+usually start; each is four references (the pending strings are at most a piece or so).
+No bookkeeping for the caller: the key is the text itself; the least recently used prompt is
+dropped beyond ``max_prompts``, and a prompt that extends a cached one replaces it.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from peek2.streaming import StreamEncoder, plan_of
+
+if TYPE_CHECKING:
+    from peek2.tokenizer import Tokenizer
+
+CHECKPOINT_CHARS = 32_768
+"""Characters between two checkpoints of a prompt (the most a divergence re-encodes from the last one)."""
+
+TAIL_CHECKPOINTS = (256, 4096)
+"""Extra checkpoints this many characters before the end of each prompt."""
+
+_State = tuple[str, str, bool, int]
+
+
+class _Entry:
+    __slots__ = ("text", "ids", "positions", "counts", "states")
+
+    def __init__(self, text: str, ids: list[int] | None, positions: list[int], counts: list[int], states: list[_State]) -> None:
+        self.text = text  # the prompt
+        self.ids = ids  # the ids final before finish() (None once a longer prompt took them over)
+        self.positions = positions  # checkpoint p: characters fed
+        self.counts = counts  # ... ids final after them
+        self.states = states  # ... the encoder's pending state
+
+
+def common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (block compares, not a char loop)."""
+    n = min(len(a), len(b))
+    if (n == len(b) and a.startswith(b)) or (n == len(a) and b.startswith(a)):
+        return n  # one is a prefix of the other: the usual case of a growing prompt
+    low, block = 0, 256
+    while low + block < n and a[low : low + block] == b[low : low + block]:
+        low += block
+        block *= 2
+    high = min(n, low + block)  # the first difference is in [low, high)
+    while high - low > 16:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    while low < high and a[low] == b[low]:
+        low += 1
+    return low
+
+
+class PromptCache:
+    """Encodes prompts, re-tokenizing only from the last checkpoint a previous prompt shares.
+
+    ``encode(text)`` returns exactly ``tok.encode(text, add_special_tokens,
+    split_special_tokens=...)``. Safe to share between threads (the LRU is locked; encoding
+    runs outside the lock).
+
+    Raises:
+        TypeError: ``encode`` of something that is not a str.
+        ValueError: ``max_prompts`` below 1.
+    """
+
+    def __init__(
+        self, tokenizer: Tokenizer, max_prompts: int = 16, *, add_special_tokens: bool = True, split_special_tokens: bool = False
+    ) -> None:
+        if not isinstance(max_prompts, int) or isinstance(max_prompts, bool) or max_prompts < 1:
+            raise ValueError(f"max_prompts must be an int >= 1, not {max_prompts!r}")
+        plan_of(tokenizer)  # refuse a tokenizer the streaming encoder cannot handle, now
+        self._tok = tokenizer
+        self._add_special = bool(add_special_tokens)
+        self._split_special = bool(split_special_tokens)
+        self.max_prompts = max_prompts
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()  # id(entry) -> entry, oldest first
+        self._lock = threading.Lock()
+        self.reused_chars = 0
+        """Characters not re-encoded thanks to the cache, over all calls (for monitoring)."""
+        self.encoded_chars = 0
+        """Characters actually fed to the encoder, over all calls."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text``; resumes from the cached prompt sharing the longest prefix with it."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        with self._lock:
+            candidates = list(reversed(self._entries.values()))  # most recent first
+        best: _Entry | None = None
+        shared = 0
+        for entry in candidates:
+            if entry.text and text and entry.text[0] == text[0]:
+                length = common_prefix(text, entry.text)
+                if length > shared:
+                    best, shared = entry, length
+        encoder = StreamEncoder(self._tok, self._add_special, split_special_tokens=self._split_special)
+        start, ids = 0, None
+        if best is not None:
+            k = bisect_right(best.positions, shared) - 1  # the last checkpoint inside the shared prefix
+            with self._lock:  # another call may be taking over the same entry
+                if best.ids is None:
+                    pass  # taken over by a concurrent call: encode from the start
+                elif shared == len(best.text) and self._entries.pop(id(best), None) is not None:
+                    # The new prompt extends this one and replaces it: take over its ids in place
+                    # (copying 100K ids costs more than encoding a 1K-token turn).
+                    ids, best.ids = best.ids, None
+                    del ids[best.counts[k] :]
+                else:
+                    ids = best.ids[: best.counts[k]]
+        if best is not None and ids is not None:
+            start = best.positions[k]
+            positions, counts, states = best.positions[: k + 1], best.counts[: k + 1], best.states[: k + 1]
+            encoder._restore(best.states[k])
+        else:
+            ids = []
+            positions, counts, states = [0], [0], [encoder._snapshot()]
+        self.reused_chars += start
+        self.encoded_chars += len(text) - start
+        for stop in _checkpoint_positions(start, len(text)):
+            ids += encoder.feed(text[start:stop])
+            positions.append(stop)
+            counts.append(len(ids))
+            states.append(encoder._snapshot())
+            start = stop
+        result = ids + encoder.finish()
+        entry = _Entry(text, ids, positions, counts, states)
+        with self._lock:
+            self._entries[id(entry)] = entry
+            while len(self._entries) > self.max_prompts:
+                self._entries.popitem(last=False)
+        return result
+
+
+def _checkpoint_positions(start: int, end: int) -> list[int]:
+    """Where to stop feeding between ``start`` and ``end``: every CHECKPOINT_CHARS, and near the end."""
+    stops = set(range(start - start % CHECKPOINT_CHARS + CHECKPOINT_CHARS, end, CHECKPOINT_CHARS))
+    stops.update(end - back for back in TAIL_CHECKPOINTS if end - back > start)
+    if end > start:
+        stops.add(end)  # (a repeated prompt already has its end checkpoint: no duplicates)
+    return sorted(stops)

@@ -1,0 +1,114 @@
+"""asyncio (peek2.aio): results equal the synchronous calls; the loop keeps running; cancel stops work.
+
+No wall-clock limits: a heartbeat task counts how often it ran while a multi-megabyte encode was
+awaited, and a cancelled encode is checked by counting the slices encoded after the cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from compliance.xnli import iter_xnli_tsv
+from peek2 import aio
+from peek2.streaming import StreamEncoder
+from peek2.tokenizer import Tokenizer
+
+
+@pytest.fixture(scope="module")
+def tok(data_dir: Path) -> Tokenizer:
+    return Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json")
+
+
+@pytest.fixture(scope="module")
+def big_text(data_dir: Path) -> str:
+    text = "\n".join(t for row in iter_xnli_tsv(data_dir / "xnli", ("dev",)) for t in (row.premise, row.hypothesis))
+    return (text + "<|im_end|>") + text[:400_000]  # about 2.3 MB of UTF-8, every language
+
+
+def test_heartbeat_keeps_running_during_a_big_encode(tok: Tokenizer, big_text: str) -> None:
+    async def main() -> tuple[list[int], int]:
+        ticks = 0
+        done = False
+
+        async def heartbeat() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        beat = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0)
+        ids = await tok.async_encode(big_text)
+        done = True
+        await beat
+        return ids, ticks
+
+    ids, ticks = asyncio.run(main())
+    assert ids == tok.encode(big_text)
+    slices = len(big_text) // aio.CHUNK_CHARS
+    assert ticks >= slices  # the heartbeat ran between every two slices (a blocking call: 1 tick)
+
+
+def test_cancelled_encode_stops(tok: Tokenizer, big_text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fed = 0
+
+    class Counting(StreamEncoder):
+        def feed(self, chunk: str | bytes) -> list[int]:  # type: ignore[override]
+            nonlocal fed
+            fed += 1
+            return super().feed(chunk)
+
+    monkeypatch.setattr(aio, "StreamEncoder", Counting)
+
+    async def main() -> tuple[int, int]:
+        task = asyncio.create_task(tok.async_encode(big_text))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        task.cancel()
+        at_cancel = fed
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(50):  # give a runaway worker every chance to go on
+            await asyncio.sleep(0)
+        return at_cancel, fed
+
+    at_cancel, after = asyncio.run(main())
+    assert 0 < at_cancel < len(big_text) // aio.CHUNK_CHARS
+    assert after == at_cancel  # not one slice more
+
+
+def test_batch_and_decode_equal_the_sync_calls(tok: Tokenizer, big_text: str) -> None:
+    texts = ["Hello", "", big_text[:100_000], "x<|im_end|>y", "漢字" * 5000]
+    ids = tok.encode(big_text[:300_000])  # more than one slice of ids
+
+    async def main() -> tuple[list[list[int]], str, str, list[int]]:
+        batch = await tok.async_encode_batch(texts, split_special_tokens=True)
+        text = await tok.async_decode(ids)
+        small = await tok.async_decode(ids[:10], skip_special_tokens=True)
+        short = await aio.async_encode(tok, "short text", False, chunk_chars=3)
+        return batch, text, small, short
+
+    batch, text, small, short = asyncio.run(main())
+    assert batch == tok.encode_batch(texts, split_special_tokens=True)
+    assert text == tok.decode(ids)
+    assert small == tok.decode(ids[:10], skip_special_tokens=True)
+    assert short == tok.encode("short text", False)
+
+
+def test_bad_input(tok: Tokenizer) -> None:
+    async def main() -> None:
+        with pytest.raises(TypeError, match="text must be str, not bytes"):
+            await tok.async_encode(b"x")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="not a single str"):
+            await tok.async_encode_batch("abc")
+        with pytest.raises(TypeError, match="texts must be str, not int"):
+            await tok.async_encode_batch([1])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match="ids must be a sequence of int, not str"):
+            await tok.async_decode("12")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="chunk_chars must be an int >= 1"):
+            await aio.async_encode(tok, "x", chunk_chars=0)
+
+    asyncio.run(main())

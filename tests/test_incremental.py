@@ -1,0 +1,114 @@
+"""Incremental prompt encoding (peek2.incremental) against the full encode.
+
+Random prompt histories: appends, edits inside the tail, prompts that share a prefix with an
+older one and then diverge, evictions. Checkpoints are made dense (every few characters) so that
+short prompts exercise resuming from every kind of position: between CR and LF, inside special
+tokens, digit groups, contractions and NFC runs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compliance.xnli import iter_xnli_tsv
+from conftest import fuzz_examples
+from peek2 import incremental
+from peek2.incremental import common_prefix
+from peek2.tokenizer import Tokenizer
+from test_streaming import build_text
+
+MODELS = ["llama3.1", "qwen2"]
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
+    return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
+
+
+@pytest.fixture()
+def dense(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(incremental, "CHECKPOINT_CHARS", 7)
+    monkeypatch.setattr(incremental, "TAIL_CHECKPOINTS", (1, 2, 3, 5, 11))
+
+
+def edit(rng: random.Random, history: list[str]) -> str:
+    """The next prompt of a random history."""
+    last = history[-1]
+    kind = rng.random()
+    if kind < 0.45:  # append a turn
+        return last + build_text(rng, 12)
+    if kind < 0.75:  # edit inside the tail: replace a span of the last 40 characters
+        start = rng.randint(max(0, len(last) - 40), len(last))
+        stop = rng.randint(start, len(last))
+        return last[:start] + build_text(rng, 4) + last[stop:]
+    older = rng.choice(history)  # share a prefix of an older prompt, then diverge
+    return older[: rng.randint(0, len(older))] + build_text(rng, 8)
+
+
+seeds = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+@settings(max_examples=fuzz_examples(150), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_random_histories_give_the_ids_of_encode(tok: Tokenizer, dense: None, seed: int) -> None:
+    rng = random.Random(seed)
+    add, split = rng.random() < 0.5, rng.random() < 0.2
+    cache = tok.prompt_cache(max_prompts=rng.randint(1, 4), add_special_tokens=add, split_special_tokens=split)
+    history = [build_text(rng, 30)]
+    for _ in range(12):
+        prompt = history[-1] if rng.random() < 0.1 else edit(rng, history)
+        history.append(prompt)
+        assert cache.encode(prompt) == tok.encode(prompt, add, split_special_tokens=split), ascii(prompt)
+        assert len(cache) <= cache.max_prompts
+
+
+def test_long_conversation_reuses_almost_everything(tok: Tokenizer, data_dir: Path) -> None:
+    # A chat that grows turn by turn (real sentences, chat-template special tokens): each
+    # prompt is encoded exactly, and only about the new turn is re-encoded.
+    sentences = [row.premise for row, _ in zip(iter_xnli_tsv(data_dir / "xnli", ("test",)), range(3000))]
+    start, stop = ("<|start_header_id|>", "<|eot_id|>") if tok.family == "llama3" else ("<|im_start|>", "<|im_end|>")
+    cache = tok.prompt_cache(max_prompts=4)
+    prompt = start + "system\n\nYou are helpful." + stop
+    for turn in range(0, 3000, 300):
+        prompt += start + "user\n\n" + " ".join(sentences[turn : turn + 300]) + stop + "\n"
+        encoded_before = cache.encoded_chars
+        assert cache.encode(prompt) == tok.encode(prompt)
+        if turn:
+            new_chars = len(start + "user\n\n" + " ".join(sentences[turn : turn + 300]) + stop + "\n")
+            assert cache.encoded_chars - encoded_before <= new_chars + max(incremental.TAIL_CHECKPOINTS)
+    assert cache.reused_chars > 0.8 * cache.encoded_chars
+
+
+def test_lru_evicts_and_extension_replaces(tok: Tokenizer) -> None:
+    cache = tok.prompt_cache(max_prompts=2)
+    cache.encode("alpha beta")
+    cache.encode("alpha beta gamma")  # extends the first: replaces it
+    assert len(cache) == 1
+    cache.encode("zeta")
+    cache.encode("omega")
+    assert len(cache) == 2
+    assert cache.encode("alpha beta gamma delta") == tok.encode("alpha beta gamma delta")
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_common_prefix() -> None:
+    rng = random.Random(3)
+    for _ in range(500):
+        a = "".join(rng.choice("ab") for _ in range(rng.randint(0, 3000)))
+        b = a[: rng.randint(0, len(a))] + "".join(rng.choice("abc") for _ in range(rng.randint(0, 40)))
+        assert common_prefix(a, b) == common_prefix(b, a) == len(os.path.commonprefix([a, b]))
+
+
+def test_bad_input(tok: Tokenizer) -> None:
+    with pytest.raises(ValueError, match="max_prompts must be an int >= 1"):
+        tok.prompt_cache(max_prompts=0)
+    with pytest.raises(TypeError, match="text must be str, not bytes"):
+        tok.prompt_cache().encode(b"x")  # type: ignore[arg-type]

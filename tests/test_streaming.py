@@ -1,0 +1,305 @@
+"""Streaming encode and decode (peek2.streaming) against the full encode and decode.
+
+``Tokenizer.encode`` and ``decode`` are proven bit-exact with tokenizers elsewhere (test_tokenizer*,
+test_xnli); here every way of cutting the input must give their ids and text, and the decoder
+is also held against ``tokenizers.decoders.DecodeStream``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer as Reference
+from tokenizers.decoders import DecodeStream
+
+from compliance.xnli import LANGUAGES, iter_xnli_tsv
+from conftest import fuzz_examples
+from peek2 import streaming
+from peek2.spec import AddedToken
+from peek2.tokenizer import Tokenizer, _AddedTokenMatcher
+from test_fuzz import ATOMS
+
+MODELS = ["llama3.1", "qwen2"]
+
+# What makes a piece final is tested where it is hardest to decide: CR/LF and whitespace runs,
+# special tokens and their prefixes, digit groups, contractions, NFC-composable sequences.
+TRICKY = [
+    "\r", "\n", "\r\n", " \r\n ", "  ", "   ", "\t \n", " \n \n", "<|eot_id|>", "<|im_end|>", "<|endoftext|>",
+    "<|begin_of_text|>", "<|eot", "<|", "|>", "<", "<|im_start|>", "1", "12", "1234567", "'s", "'re", "'ll", "'",
+    "'RE", "e\u0301", "a\u0308\u0304", "\u1100\u1161\u11a8", "\u1112\u1161", "\uac00\u11a8", "\u0958", "\u212b",
+    "\u0344", "\u0f73", "\u0301", "\u0327", "你好", "。", "...", "!!", "a", "bc", " x", "é",
+]
+POOL = ATOMS + TRICKY * 2
+
+
+def build_text(rng: random.Random, atoms: int = 24) -> str:
+    parts = []
+    for _ in range(rng.randint(0, atoms)):
+        if rng.random() < 0.85:
+            parts.append(rng.choice(POOL))
+        else:
+            cp = rng.randint(0, 0x10FFFF)
+            parts.append(chr(cp) if not 0xD800 <= cp <= 0xDFFF else "\ufffd")
+    return "".join(parts)
+
+
+def stream(tok: Tokenizer, chunks: list, add: bool = False, split: bool = False) -> list[int]:
+    encoder = tok.stream_encoder(add, split_special_tokens=split)
+    ids: list[int] = []
+    for chunk in chunks:
+        ids += encoder.feed(chunk)
+    return ids + encoder.finish()
+
+
+def cut(data: str | bytes, points: list[int]) -> list:
+    bounds = [0, *sorted(points), len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
+    return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
+
+
+# ==== Encoding: chunk invariance ====
+
+seeds = st.integers(min_value=0, max_value=2**64 - 1)
+
+
+@settings(max_examples=fuzz_examples(2000), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_random_cuts_give_the_ids_of_encode(tok: Tokenizer, seed: int) -> None:
+    rng = random.Random(seed)
+    text = build_text(rng)
+    add, split = rng.random() < 0.5, rng.random() < 0.2
+    expected = tok.encode(text, add, split_special_tokens=split)
+    data: str | bytes = text.encode("utf-8") if rng.random() < 0.5 else text  # bytes: cuts inside characters
+    points = [rng.randint(0, len(data)) for _ in range(rng.randint(0, 12))]
+    got = stream(tok, cut(data, points), add, split)
+    assert got == expected, f"{ascii(text)} cut at {sorted(points)} ({type(data).__name__})"
+
+
+def test_every_single_cut(tok: Tokenizer) -> None:
+    # Each cut position alone, and every character or byte fed one at a time, in texts built to
+    # put a cut between CR and LF, inside special tokens, digit groups, contractions, NFC runs.
+    texts = [
+        "a\r\nb\r\r\n\n c  \n\n  d", "x <|eot_id|> y<|eot_id|><|im_end|>z <|eot_i", "1234567 89 12,345",
+        "it's they'RE we'll '", "cafe\u0301 \u1100\u1161\u11a8 \uac00\u11a8 A\u030a\u0327", "你好，世界。 ok!!\n",
+        "<|begin_of_text|>Hi<|start_header_id|>user<|end_header_id|>\n\n", "  \t\u3000 x\u00a0\u00a0y   ",
+    ]
+    for text in texts:
+        expected = tok.encode(text, False)
+        data = text.encode("utf-8")
+        for k in range(len(data) + 1):
+            assert stream(tok, [data[:k], data[k:]]) == expected, f"{ascii(text)} cut at byte {k}"
+        for k in range(len(text) + 1):
+            assert stream(tok, [text[:k], text[k:]]) == expected, f"{ascii(text)} cut at char {k}"
+        assert stream(tok, [bytes([b]) for b in data]) == expected, ascii(text)
+        assert stream(tok, list(text)) == expected, ascii(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", [1, 3, 64, 4096])
+def test_xnli_chunk_sizes(tok: Tokenizer, data_dir: Path, chunk: int) -> None:
+    # All XNLI dev sentences (15 languages) as one text, fed in chunks of ``chunk`` UTF-8 bytes
+    # (odd sizes cut characters) and of ``chunk`` characters; the small chunks take the first
+    # 100,000 (1, 3) or 400,000 (64) bytes to keep the run short.
+    text = "\n".join(t for row in iter_xnli_tsv(data_dir / "xnli", ("dev",)) for t in (row.premise, row.hypothesis))
+    data = text.encode("utf-8")
+    if chunk <= 64:
+        data = data[: 100_000 if chunk < 64 else 400_000]
+        text = data.decode("utf-8", errors="ignore")
+        data = text.encode("utf-8")
+    expected = tok.encode(text, True)
+    assert stream(tok, [data[k : k + chunk] for k in range(0, len(data), chunk)], True) == expected
+    chars = [text[k : k + chunk] for k in range(0, len(text), chunk)]
+    assert stream(tok, chars, True) == expected
+
+
+def test_pending_text_is_bounded(tok: Tokenizer, data_dir: Path) -> None:
+    # After each feed, what is held back is the unfinished piece and its lookahead: a few
+    # characters on ordinary text, whatever the length of the input.
+    text = "\n".join(t for row in iter_xnli_tsv(data_dir / "xnli", ("dev",)) for t in (row.premise, row.hypothesis))
+    text = text[:300_000]
+    encoder = tok.stream_encoder()
+    longest = 0
+    for k in range(0, len(text), 97):
+        encoder.feed(text[k : k + 97])
+        longest = max(longest, encoder.pending_chars)
+    assert longest <= streaming.LOCAL_WINDOW
+    # Llama-3's digit groups are final three at a time, even inside one long number.
+    encoder = tok.stream_encoder()
+    ids = []
+    for _ in range(1000):
+        ids += encoder.feed("1234567")
+        assert encoder.pending_chars <= streaming.RESCAN_MIN + 7
+    assert ids + encoder.finish() == tok.encode("1234567" * 1000, False)
+
+
+def test_one_enormous_piece_is_held_whole_and_stays_linear(tok: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 200,000 "=" are one piece: nothing is final before it ends; the scanner is asked only
+    # when the pending text doubles (a handful of times), not at every feed.
+    calls = []
+    original = streaming.StreamEncoder._piece_cut
+
+    def counting(self: streaming.StreamEncoder) -> int:
+        if len(self._text) >= self._rescan_at:
+            calls.append(len(self._text))
+        return original(self)
+
+    monkeypatch.setattr(streaming.StreamEncoder, "_piece_cut", counting)
+    encoder = tok.stream_encoder()
+    for _ in range(2000):
+        assert encoder.feed("=" * 100) == []
+    assert encoder.pending_chars == 200_000
+    assert len(calls) <= 10
+    assert encoder.feed(" x") == tok.encode("=" * 200_000, False)
+    assert encoder.finish() == tok.encode(" x", False)
+
+
+def test_prefix_and_suffix_ids(tok: Tokenizer) -> None:
+    encoder = tok.stream_encoder(add_special_tokens=True)
+    assert encoder.feed("") == tok.encode("", True)  # the prefix comes with the first call
+    assert encoder.finish() == []
+    assert stream(tok, [], True) == tok.encode("", True)
+
+
+# ==== Added tokens with lstrip / rstrip / single_word (not in the shipped models) ====
+
+
+def test_lstrip_rstrip_single_word_tokens(data_dir: Path) -> None:
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    extra = [("<L>", True, False, False), ("<R>", False, True, False), ("<LR>", True, True, False),
+             ("<W>", False, False, True), ("<LRx>", False, False, False)]
+    for k, (content, lstrip, rstrip, single_word) in enumerate(extra):
+        spec["added_tokens"].append({"id": 128256 + k, "content": content, "single_word": single_word, "lstrip": lstrip,
+                                     "rstrip": rstrip, "normalized": False, "special": True})
+    json_text = json.dumps(spec)
+    tok, reference = Tokenizer.from_str(json_text), Reference.from_str(json_text)
+    rng = random.Random(5)
+    atoms = ["<L>", "<R>", "<LR>", "<LRx>", "<W>", "a<W>", "<W>!", "<W>b", " ", "  ", "\n", "\t ", "x", "<", "<L", "<LR", "w", "1"]
+    for _ in range(2000):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 14)))
+        expected = reference.encode(text, add_special_tokens=False).ids
+        assert tok.encode(text, False) == expected, ascii(text)
+        points = [rng.randint(0, len(text)) for _ in range(rng.randint(0, 6))]
+        assert stream(tok, cut(text, points)) == expected, f"{ascii(text)} cut at {sorted(points)}"
+
+
+def test_normalized_added_tokens_are_refused(tok: Tokenizer) -> None:
+    # None of the shipped models has one: a copy of the tokenizer with one such token.
+    normalized = object.__new__(Tokenizer)  # copy.copy would reload it from its file (__reduce__)
+    normalized.__dict__.update(tok.__dict__)
+    token = AddedToken(id=5, content="<n>", normalized=True)
+    normalized._normalized_matcher = _AddedTokenMatcher([token], tok._normalize)
+    with pytest.raises(NotImplementedError, match="normalized=true"):
+        normalized.stream_encoder()
+
+
+# ==== Encoding: bad input ====
+
+
+def test_encoder_errors(tok: Tokenizer) -> None:
+    with pytest.raises(TypeError, match="chunk must be str or bytes, not int"):
+        tok.stream_encoder().feed(5)  # type: ignore[arg-type]
+    with pytest.raises(UnicodeDecodeError):
+        tok.stream_encoder().feed(b"ok \xff")
+    encoder = tok.stream_encoder()
+    encoder.feed(b"\xe4\xbd")
+    with pytest.raises(ValueError, match="incomplete"):
+        encoder.feed("x")
+    with pytest.raises(UnicodeDecodeError):
+        encoder.finish()
+    encoder = tok.stream_encoder()
+    encoder.finish()
+    with pytest.raises(RuntimeError, match="after finish"):
+        encoder.feed("x")
+    with pytest.raises(RuntimeError, match="already"):
+        encoder.finish()
+
+
+# ==== Decoding ====
+
+
+def decode_stream(tok: Tokenizer, ids: list[int], skip: bool = False) -> list[str]:
+    decoder = tok.stream_decoder(skip)
+    return [decoder.feed(i) for i in ids] + [decoder.finish()]
+
+
+@pytest.mark.slow
+def test_decode_xnli_every_language(tok: Tokenizer, data_dir: Path) -> None:
+    # Each language's dev sentences, id by id: the same text as decode, and never a partial
+    # character (it would show as U+FFFD, which none of these texts holds).
+    by_language: dict[str, list[str]] = {language: [] for language in LANGUAGES}
+    for row in iter_xnli_tsv(data_dir / "xnli", ("dev",)):
+        by_language[row.language] += [row.premise, row.hypothesis]
+    for language, texts in by_language.items():
+        assert texts, language
+        ids = tok.encode("\n".join(texts), True)
+        parts = decode_stream(tok, ids)
+        assert "".join(parts) == tok.decode(ids), language
+        assert not any("\ufffd" in part for part in parts), language
+
+
+def test_decode_matches_decode_stream_of_tokenizers(tok: Tokenizer, data_dir: Path) -> None:
+    reference = Reference.from_file(str(data_dir / "tokenizers" / ("llama3.1" if tok.family == "llama3" else "qwen2") / "tokenizer.json"))
+    texts = [row.premise for row, _ in zip(iter_xnli_tsv(data_dir / "xnli", ("test",)), range(300))]
+    for skip in (False, True):
+        for k, text in enumerate(texts):
+            ids = tok.encode(text, True)
+            theirs = DecodeStream(skip_special_tokens=skip)
+            expected = "".join(p for p in (theirs.step(reference, i) for i in ids) if p is not None)
+            assert "".join(decode_stream(tok, ids, skip)) == expected
+            # Prefilled with a prompt: only what the new ids add.
+            half = len(ids) // 2
+            theirs = DecodeStream(ids=ids[:half], skip_special_tokens=skip)
+            expected = "".join(p for p in (theirs.step(reference, i) for i in ids[half:]) if p is not None)
+            decoder = tok.stream_decoder(skip, prefill=ids[:half])
+            assert decoder.feed(ids[half:]) + decoder.finish() == expected, k
+
+
+@settings(max_examples=fuzz_examples(1500), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_decode_random_ids_and_lists(tok: Tokenizer, seed: int) -> None:
+    # Arbitrary ids (byte tokens make invalid UTF-8): U+FFFD exactly where decode puts it.
+    rng = random.Random(seed)
+    specials = sorted(tok.special_tokens.values())[:8]
+    ids = [rng.choice(specials) if rng.random() < 0.1 else rng.randrange(0, 128_000 if tok.family == "llama3" else 151_000)
+           for _ in range(rng.randint(0, 30))]
+    for skip in (False, True):
+        assert "".join(decode_stream(tok, ids, skip)) == tok.decode(ids, skip)
+        decoder = tok.stream_decoder(skip)
+        points = sorted(rng.randint(0, len(ids)) for _ in range(3))
+        got = "".join(decoder.feed(part) for part in cut(ids, points)) + decoder.finish()  # type: ignore[arg-type]
+        assert got == tok.decode(ids, skip)
+        assert decoder.pending_bytes == 0
+
+
+def test_decoder_holds_back_partial_characters(tok: Tokenizer) -> None:
+    ids = [tok._engine.byte_ids[b] for b in "你".encode("utf-8")]  # one byte token each
+    decoder = tok.stream_decoder()
+    assert [decoder.feed(i) for i in ids] == ["", "", "你"]
+    decoder = tok.stream_decoder()
+    assert decoder.feed(ids[:2]) == "" and decoder.pending_bytes == 2
+    assert decoder.finish() == "\ufffd" == tok.decode(ids[:2])
+
+
+def test_decoder_errors(tok: Tokenizer) -> None:
+    decoder = tok.stream_decoder()
+    with pytest.raises(TypeError, match="int or a sequence of int, not str"):
+        decoder.feed("5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ids must be int, not float"):
+        decoder.feed([1.5])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        decoder.feed(-1)
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        decoder.feed(10**9)
+    with pytest.raises(TypeError, match="prefill must be a sequence of int"):
+        tok.stream_decoder(prefill="12")  # type: ignore[arg-type]
