@@ -83,7 +83,7 @@ class Peek2Split:
         text = str(normalized)
         if len(text) <= CHUNK_CHARS:
             # One native call per piece, no Python loop (a slice costs at most CHUNK_CHARS here).
-            return list(map(normalized.slice, self.pattern.split_offsets(text)))  # type: ignore[arg-type]
+            return list(map(normalized.slice, self.pattern.split_offsets(text)))
         ends = self.pattern.split_ends(text)
         out: list[NormalizedString] = []
         _slice_pieces(normalized, ends, 0, len(ends), 0, out)
@@ -142,7 +142,7 @@ def Peek2(pattern: PatternLike = "llama3", *, byte_level: bool = True) -> PreTok
         step = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
         result = pre_tokenizers.Sequence([custom, step])
     # Pickles as the call that made it (tokenizers cannot pickle a custom component).
-    result.__reduce_ex__ = lambda protocol: (_peek2_from_args, (split.family, byte_level))  # type: ignore[method-assign]
+    result.__reduce_ex__ = lambda protocol: (_peek2_from_args, (split.family, byte_level))
     return result
 
 
@@ -227,7 +227,8 @@ def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
     attributes = tok.__dict__
     tok.pre_tokenizer = attributes["_peek2_original"]
     try:
-        return HfTokenizer.to_str(tok, pretty)
+        text: str = HfTokenizer.to_str(tok, pretty)
+        return text
     finally:
         tok.pre_tokenizer = attributes["_peek2_installed"]
 

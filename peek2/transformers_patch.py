@@ -72,7 +72,7 @@ def patch_transformers() -> None:
             return original(self, text, text_pair, **kwargs)
         return _plain_call(self, engine, text, kwargs)
 
-    TokenizersBackend._encode_plus = _encode_plus  # type: ignore[method-assign, assignment]
+    TokenizersBackend._encode_plus = _encode_plus
 
 
 def unpatch_transformers() -> None:
@@ -81,7 +81,7 @@ def unpatch_transformers() -> None:
     if original is not None:
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
-        TokenizersBackend._encode_plus = original  # type: ignore[method-assign]
+        TokenizersBackend._encode_plus = original
 
 
 def is_transformers_patched() -> bool:
