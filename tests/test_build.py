@@ -88,3 +88,18 @@ def test_split_path_does_not_import_re(name: str) -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert not imported & {"re", "regex"}, f"peek2/{name}.py imports {imported & {'re', 'regex'}}"
+
+
+def test_every_subpackage_is_installed() -> None:
+    # An editable install finds subpackages in place; a wheel only holds what pyproject lists
+    # (peek2.formats was once missing from it, and `pip install .` gave an ImportError).
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "peek2").rglob("__init__.py")
+    }
+    assert listed == on_disk
