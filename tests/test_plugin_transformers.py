@@ -56,12 +56,18 @@ def tokenizers_of(request: pytest.FixtureRequest, data_dir: Path) -> tuple[Any, 
 
 
 @pytest.fixture
-def pair(tokenizers_of: tuple[Any, Any]) -> Iterator[tuple[Any, Any]]:
+def patched_transformers() -> Iterator[None]:
+    """transformers patched for the test, unpatched after it whatever happens."""
     peek2.patch_transformers()
     try:
-        yield tokenizers_of
+        yield
     finally:
         peek2.unpatch_transformers()
+
+
+@pytest.fixture
+def pair(tokenizers_of: tuple[Any, Any], patched_transformers: None) -> tuple[Any, Any]:
+    return tokenizers_of
 
 
 def test_call_without_offsets_is_the_standalone_engine(pair: tuple[Any, Any], texts: list[str]) -> None:
@@ -89,55 +95,44 @@ def test_offsets_padding_and_pairs_take_the_backend_path(pair: tuple[Any, Any], 
     assert dict(patched(texts[:30], texts[30:60], padding=True, truncation=True, max_length=48)) == dict(padded)
 
 
-def test_added_tokens_and_bos_changes_are_seen(data_dir: Path) -> None:
+def test_added_tokens_and_bos_changes_are_seen(data_dir: Path, patched_transformers: None) -> None:
     folder = str(data_dir / "tokenizers" / "llama3.1")
     reference = AutoTokenizer.from_pretrained(folder)
-    peek2.patch_transformers()
-    try:
-        patched = AutoTokenizer.from_pretrained(folder)
-        text = "a <new tok> b"
-        assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
-        for tok in (reference, patched):
-            tok.add_tokens(["<new tok>"])
-            tok.add_bos_token = False
-        assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
-        assert patched(text)["input_ids"][0] != 128000
-        assert patched_family(reference.backend_tokenizer) is None  # never called while patched
-    finally:
-        peek2.unpatch_transformers()
+    patched = AutoTokenizer.from_pretrained(folder)
+    text = "a <new tok> b"
+    assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
+    for tok in (reference, patched):
+        tok.add_tokens(["<new tok>"])
+        tok.add_bos_token = False
+    assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
+    assert patched(text)["input_ids"][0] != 128000
+    assert patched_family(reference.backend_tokenizer) is None  # never called while patched
 
 
-def test_save_pickle_and_unpatch(data_dir: Path, tmp_path: Path) -> None:
+def test_save_pickle_and_unpatch(data_dir: Path, tmp_path: Path, patched_transformers: None) -> None:
     folder = str(data_dir / "tokenizers" / "qwen2")
     reference = AutoTokenizer.from_pretrained(folder)
-    peek2.patch_transformers()
-    try:
-        patched = AutoTokenizer.from_pretrained(folder)
-        text = "Hello \u4f60\u597d 123"
-        expected = dict(unpatched(reference, text, return_offsets_mapping=True))
-        assert dict(patched(text, return_offsets_mapping=True)) == expected  # installs the plugin
-        patched.save_pretrained(str(tmp_path))
-        clone = pickle.loads(pickle.dumps(patched))
-        assert dict(clone(text, return_offsets_mapping=True)) == expected
-        assert dict(copy.deepcopy(patched)(text)) == dict(unpatched(reference, text))
-    finally:
-        peek2.unpatch_transformers()
+    patched = AutoTokenizer.from_pretrained(folder)
+    text = "Hello \u4f60\u597d 123"
+    expected = dict(unpatched(reference, text, return_offsets_mapping=True))
+    assert dict(patched(text, return_offsets_mapping=True)) == expected  # installs the plugin
+    patched.save_pretrained(str(tmp_path))
+    clone = pickle.loads(pickle.dumps(patched))
+    assert dict(clone(text, return_offsets_mapping=True)) == expected
+    assert dict(copy.deepcopy(patched)(text)) == dict(unpatched(reference, text))
+    peek2.unpatch_transformers()  # (idempotent: the fixture's unpatch after the test is a no-op)
     assert not transformers_patch.is_transformers_patched()
     reloaded = AutoTokenizer.from_pretrained(str(tmp_path))  # unpatched transformers reads what was saved
     assert dict(reloaded(text, return_offsets_mapping=True)) == expected
     assert reloaded(text).encodings is not None
 
 
-def test_unsupported_tokenizers_are_left_alone(data_dir: Path) -> None:
+def test_unsupported_tokenizers_are_left_alone(data_dir: Path, patched_transformers: None) -> None:
     folder = str(data_dir / "tokenizers" / "deepseek-v3")  # three Splits: not a peek2 family
     reference = AutoTokenizer.from_pretrained(folder)
-    peek2.patch_transformers()
-    try:
-        patched = AutoTokenizer.from_pretrained(folder)
-        text = "Hello world 12345 \u4f60\u597d"
-        got = patched(text)
-        assert got.encodings is not None  # transformers' own path
-        assert dict(got) == dict(unpatched(reference, text))
-        assert patched_family(patched.backend_tokenizer) is None
-    finally:
-        peek2.unpatch_transformers()
+    patched = AutoTokenizer.from_pretrained(folder)
+    text = "Hello world 12345 \u4f60\u597d"
+    got = patched(text)
+    assert got.encodings is not None  # transformers' own path
+    assert dict(got) == dict(unpatched(reference, text))
+    assert patched_family(patched.backend_tokenizer) is None
