@@ -2,7 +2,11 @@
 
 The cost per UTF-8 byte of 1M characters of each kind is compared with 100K of the same kind
 (a quadratic merger shows ~10x), and with ordinary English at 1M (a small factor), in one run;
-no wall-clock limit. The piece cache must stay within its documented bound.
+no wall-clock limit. Ordinary English is XNLI's English text, every run starting with an empty
+piece cache, as a new document would (one sentence repeated is not ordinary: after its first
+copy every piece is a cache hit, several times faster than real text). Costs are CPU time of
+this process, so another process on the machine does not count. The piece cache must stay
+within its documented bound.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from compliance.xnli import iter_xnli_tsv
 from peek2.tokenizer import Tokenizer
 
 SMALL, LARGE = 100_000, 1_000_000
@@ -40,9 +45,9 @@ def per_byte(tok: Tokenizer, text: str, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
         tok._engine.cache.clear()  # every run starts cold, as a new document would
-        start = time.perf_counter()
+        start = time.process_time()
         tok.encode(text, add_special_tokens=False)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best / len(text.encode("utf-8"))
 
 
@@ -61,9 +66,17 @@ def test_cost_per_char_does_not_grow(llama: Tokenizer, kind: str) -> None:
     assert large / small < 3.0, f"{kind}: {large / small:.1f}x the cost per byte at 1M than at 100K"
 
 
+@pytest.fixture(scope="module")
+def ordinary_english(data_dir: Path) -> str:
+    rows = iter_xnli_tsv(data_dir / "xnli", ("test", "dev"))
+    text = " ".join(row.premise + " " + row.hypothesis for row in rows if row.language == "en")
+    assert len(text) >= LARGE
+    return text[:LARGE]
+
+
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "english"])
-def test_adversarial_within_small_factor_of_english(llama: Tokenizer, kind: str) -> None:
-    english = per_byte(llama, sized(KINDS["english"], LARGE), 2)
+def test_adversarial_within_small_factor_of_english(llama: Tokenizer, ordinary_english: str, kind: str) -> None:
+    english = per_byte(llama, ordinary_english, 2)
     other = per_byte(llama, sized(KINDS[kind], LARGE), 2)
     assert other / english < 25.0, f"{kind}: {other / english:.1f}x the cost per byte of English"
 
