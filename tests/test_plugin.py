@@ -172,9 +172,9 @@ def split_cost_per_byte(split: Peek2Split, text: str, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
         normalized = NormalizedString(text)
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time of this process: another process does not count
         pieces = split._split(0, normalized)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     assert "".join(map(str, pieces)) == text
     return best / len(text.encode("utf-8"))
 
@@ -186,7 +186,7 @@ def test_split_is_linear_on_non_ascii_text() -> None:
     unit = "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! \u6f22\u5b57 12345.\n"
     small, large = (unit * (100_000 // len(unit)))[:100_000], (unit * (1_000_000 // len(unit)))[:1_000_000]
     split = Peek2Split("llama3")
-    small_cost, large_cost = split_cost_per_byte(split, small, 3), split_cost_per_byte(split, large, 2)
+    small_cost, large_cost = split_cost_per_byte(split, small, 3), split_cost_per_byte(split, large, 3)
     assert large_cost < 2.5 * small_cost, (small_cost, large_cost)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -87,9 +86,7 @@ def test_recover_merges_refuses_a_token_that_is_not_one_merge() -> None:
 def test_llama3_rank_file_rebuilds_the_tokenizer_json(data_dir: Path) -> None:
     """Llama-3.2's tokenizer.model against Llama-3's tokenizer.json: same ids, and merges = every split."""
     tokenizers = data_dir / "tokenizers"
-    start = time.perf_counter()
     ranks = load_ranks(tokenizers / "llama3.2" / "tokenizer.model")
-    loaded = time.perf_counter()
     vocab, merges = hf_merges(tokenizers / "llama3" / "tokenizer.json")
     assert len(ranks) == 128000
     assert vocab == ranks
@@ -99,15 +96,11 @@ def test_llama3_rank_file_rebuilds_the_tokenizer_json(data_dir: Path) -> None:
     # only as whole pieces, which is what ignore_merges does).
     with pytest.raises(ValueError, match=r"token b'\.:\.:' \(rank 100421\)"):
         recover_merges(ranks)
-    assert loaded - start < 2.0
 
 
 def test_qwen_rank_file_rebuilds_the_tokenizer_json(data_dir: Path) -> None:
     """Qwen's merges are exactly one per token, as byte-pair merging on lower ranks builds it."""
     vocab, merges = hf_merges(data_dir / "tokenizers" / "qwen2" / "tokenizer.json")
-    start = time.perf_counter()
     recovered = recover_merges(vocab)
-    elapsed = time.perf_counter() - start
     assert recovered == merges
     assert len(recovered) == 151387
-    assert elapsed < 5.0, f"recover_merges took {elapsed:.1f}s for 151,643 tokens"
