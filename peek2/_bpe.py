@@ -5,8 +5,9 @@ Compiled with mypyc; keep to primitive types and native classes; see "Performanc
 For each piece from the Peek2 scanner (``peek2._scan.piece_end``, called directly:
 same compilation unit), in order:
 1. a piece seen recently comes from the ``PieceCache`` (at most ``cache_size`` pieces of at
-   most ``CACHE_MAX_CHARS`` characters; emptied when full), found by a hash computed from
-   the text in place, so a hit allocates nothing;
+   most ``CACHE_MAX_CHARS`` characters; emptied when full), found by a key computed from
+   the text in place, so a hit allocates nothing (a short piece's key is the piece itself,
+   so most hits compare nothing either);
 2. with ``ignore_merges``, a piece that is a whole vocabulary token is that token;
 3. otherwise its UTF-8 bytes start as one symbol each and the adjacent pair of lowest
    merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
@@ -26,7 +27,10 @@ Performance notes (scripts/bench_encode.py, compiled):
   of lookups alone).
 - The cache is not a dict of str: a dict needs the piece sliced out (an allocation) and
   hashed (siphash) before the lookup; hashing the code points in place and comparing in
-  place makes a hit allocation-free (see bench_encode.py for the effect).
+  place makes a hit allocation-free (see bench_encode.py for the effect). Comparing a hit
+  with the stored piece, code point by code point, was a quarter of the instructions on
+  English; a piece of up to 7 code points below 256 (3 below 65,536, 2 of any) is keyed by
+  the code points themselves, which needs no comparison: English 1.09x, XNLI 1.05x.
 - Pair keys are ints, not tuples: no tuple per lookup, and int hashing is trivial.
 - A random access into a multi-MB table costs more than one into the L2-sized tables (256-512
   KB), hence the 512 KB ``byte_pairs`` table for the first pairs of a piece (XNLI merges 669 ->
@@ -76,6 +80,7 @@ POS_MASK: Final = 0xFFFFFFFF
 HEAP_MIN_BYTES: Final = 256
 NO_MERGE: Final = 1 << 60  # above every merge value, and a tagged (unboxed) int
 CACHE_MAX_CHARS: Final = 128
+EXACT_KEY: Final = 1 << 61  # _piece_key: keys from here up are the piece itself (a short int: no boxing)
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
 
 
@@ -164,13 +169,13 @@ class PieceCache:
             self.count = 0
 
     def find(self, text: str, start: i64, end: i64, key: i64) -> i64:
-        """The slot of text[start:end] (whose ``_piece_hash`` is ``key``), or -1."""
+        """The slot of text[start:end] (whose ``_piece_key`` is ``key``), or -1."""
         mask = self.mask
         entries = self.entries
-        slot = ((key * 40_503) >> 8) & mask
+        slot = _cache_slot(key, mask)
         stored = entries[2 * slot]
         while stored != 0:
-            if stored == key and _same(self.pieces[slot], text, start, end):
+            if stored == key and (key >= EXACT_KEY or _same(self.pieces[slot], text, start, end)):
                 return slot
             slot = (slot + 1) & mask
             stored = entries[2 * slot]
@@ -181,14 +186,14 @@ class PieceCache:
         return self.entries[2 * slot + 1]
 
     def add(self, piece: str, key: i64, ids: vec[i64], size: i64) -> None:
-        """Remember ``ids[:size]`` for ``piece`` (whose ``_piece_hash`` is ``key``)."""
+        """Remember ``ids[:size]`` for ``piece`` (whose ``_piece_key`` is ``key``)."""
         if self.count >= self.size:
             if self.size == 0:
                 return
             self.clear()
         mask = self.mask
         entries = self.entries
-        slot = ((key * 40_503) >> 8) & mask
+        slot = _cache_slot(key, mask)
         while entries[2 * slot] != 0:
             slot = (slot + 1) & mask
         entries[2 * slot] = key
@@ -219,12 +224,45 @@ class PieceCache:
         return size
 
 
-def _piece_hash(text: str, start: i64, end: i64) -> i64:
-    """A non-zero 47-bit hash of text[start:end], computed in place."""
-    h: i64 = end - start
+def _piece_key(text: str, start: i64, end: i64) -> i64:
+    """A non-zero key of text[start:end], computed in place.
+
+    A short piece's key is its code points packed (at least EXACT_KEY): equal keys mean equal
+    pieces, no comparison needed. Up to 7 code points below 256, 3 below 65,536 or 2 of any
+    value fit in 56 bits; the kind of packing and the length are in the key too, so two
+    packings never meet. Any other piece gets a 47-bit hash (below EXACT_KEY), to be confirmed with
+    ``_same``.
+    """
+    n = end - start
+    h: i64 = n
+    top: i64 = 0
     for k in range(start, end):
-        h = ((h * 31) + ord(text[k])) & 0x3FFFFFFFFFFF
-    return h | 0x400000000000
+        c: i64 = ord(text[k])
+        h = ((h * 31) + c) & 0x3FFFFFFFFFFF
+        top |= c
+    width: i64 = 0
+    kind: i64 = 0  # of packing, in the key with the length
+    if n <= 7 and top < 256:
+        width, kind = 8, 1
+    elif n <= 3 and top < 65_536:
+        width, kind = 16, 2
+    elif n <= 2:
+        width, kind = 21, 3
+    else:
+        return h | 0x400000000000
+    packed: i64 = (kind << 59) | (n << 56)
+    shift: i64 = 0
+    for k in range(start, end):
+        point: i64 = ord(text[k])
+        packed |= point << shift
+        shift += width
+    return packed | EXACT_KEY
+
+
+def _cache_slot(key: i64, mask: i64) -> i64:
+    """The home slot of a ``_piece_key`` in a table of ``mask + 1`` slots."""
+    mixed = key ^ (key >> 28) ^ (key >> 45)
+    return (((mixed & 0xFFFFFFF) * 0x9E3779B1) >> 20) & mask  # product below 2**60
 
 
 def _same(stored: str, text: str, start: i64, end: i64) -> bool:
@@ -264,7 +302,7 @@ class BytePairEncoder:
         if ignore_merges:
             for token, token_id in whole_tokens.items():
                 if 0 < len(token) <= CACHE_MAX_CHARS:
-                    tokens.add(token, _piece_hash(token, 0, len(token)), vec[i64]([token_id]), 1)
+                    tokens.add(token, _piece_key(token, 0, len(token)), vec[i64]([token_id]), 1)
         self.tokens: Final = tokens
         # Rank of every pair of single-byte tokens, looked up by the two bytes.
         byte_pairs = vec[i64]()
@@ -298,15 +336,15 @@ class BytePairEncoder:
             end = piece_end(text, i, n, stage2, max_digits)
             key: i64 = 0  # i64, not int: the slot arithmetic below must stay native
             if end - i <= CACHE_MAX_CHARS:
-                key = _piece_hash(text, i, end)
+                key = _piece_key(text, i, end)
             value: i64 = -1
             found = False
             if key != 0:
                 entries = cache.entries
-                slot = ((key * 40_503) >> 8) & mask
+                slot = _cache_slot(key, mask)
                 stored = entries[2 * slot]
                 while stored != 0:
-                    if stored == key and _same(cache.pieces[slot], text, i, end):
+                    if stored == key and (key >= EXACT_KEY or _same(cache.pieces[slot], text, i, end)):
                         value = entries[2 * slot + 1]
                         found = True
                         break
