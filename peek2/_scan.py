@@ -260,3 +260,39 @@ def split_ends(text: str, stage2: bytes, max_digits: i64) -> list[int]:
         i = piece_end(text, i, n, stage2, max_digits)
         out.append(i)
     return out
+
+
+def final_boundary(text: str, stage2: bytes, one_digit: bool, window: i64) -> i64:
+    """The last ``c`` among the final ``window`` characters where a piece ends whatever follows.
+
+    Rule 1 of ``peek2.streaming`` (see its notes): the categories of ``text[c - 1]`` and
+    ``text[c]`` alone force a boundary at ``c``: a letter then a non-letter, a number then a
+    non-number (or any two numbers when pieces take one), a non-whitespace character then a
+    whitespace other than CR/LF. Returns 0 if there is none. Compiled because the streaming
+    encoder asks once per chunk.
+    """
+    n: i64 = len(text)
+    if n < 2:
+        return 0
+    after = _category(ord(text[n - 1]), stage2)
+    stop: i64 = max(0, n - window)
+    c: i64 = n - 1
+    while c > stop:
+        before = _category(ord(text[c - 1]), stage2)
+        if before == CLASS_LETTER:
+            if after != CLASS_LETTER:
+                return c
+        elif before == CLASS_NUMBER:
+            if after != CLASS_NUMBER or one_digit:
+                return c
+        elif (
+            (after == CLASS_WHITESPACE or after == CLASS_SPACE)
+            and before != CLASS_WHITESPACE
+            and before != CLASS_SPACE
+            and before != CLASS_NEWLINE
+            and before != CLASS_SURROGATE
+        ):
+            return c
+        after = before
+        c -= 1
+    return 0
