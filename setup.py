@@ -6,6 +6,7 @@ only pure build is the explicit one. ``pip install -e .`` compiles in place
 """
 
 import os
+import sys
 
 from setuptools import setup
 
@@ -32,5 +33,12 @@ else:
         debug_level=os.environ.get("MYPYC_DEBUG_LEVEL", "1"),
         group_name="peek2",
     )
+
+    if sys.platform.startswith("linux"):  # GCC (clang assumes this already)
+        # The generated functions are exported symbols of a shared object, so GCC must assume they
+        # may be interposed: every call between them went through the PLT and none was inlined
+        # (the piece cache's slot function, the piece key). They are never interposed.
+        for extension in ext_modules:
+            extension.extra_compile_args.append("-fno-semantic-interposition")
 
 setup(ext_modules=ext_modules)

@@ -30,7 +30,9 @@ Performance notes (scripts/bench_encode.py, compiled):
   place makes a hit allocation-free (see bench_encode.py for the effect). Comparing a hit
   with the stored piece, code point by code point, was a quarter of the instructions on
   English; a piece of up to 7 code points below 256 (3 below 65,536, 2 of any) is keyed by
-  the code points themselves, which needs no comparison: English 1.09x, XNLI 1.05x.
+  the code points themselves, which needs no comparison: English 1.09x, XNLI 1.05x. Such a
+  piece is read once, packed as it is read (a hash and a packing pass before): English
+  instructions -11% under callgrind (cgx-style run of ``_run`` only, 200K characters, cold).
 - Pair keys are ints, not tuples: no tuple per lookup, and int hashing is trivial.
 - A random access into a multi-MB table costs more than one into the L2-sized tables (256-512
   KB), hence the 512 KB ``byte_pairs`` table for the first pairs of a piece (XNLI merges 669 ->
@@ -46,7 +48,12 @@ Performance notes (scripts/bench_encode.py, compiled):
   shifting arrays after a merge. Against the former scan-and-shift (300K CJK characters
   encoded twice, cold, under callgrind): instructions 726M -> 533M, branch mispredictions
   5.7M -> 4.4M; merging the 17k distinct pieces of the CJK corpus 49.5 -> 35.3 ms, CJK
-  encode 17.2 -> 22.3 MB/s (0.82x -> 1.18x tiktoken in scripts/bench_encode.py).
+  encode 17.2 -> 22.3 MB/s (0.82x -> 1.18x tiktoken in scripts/bench_encode.py). A full tree
+  of minima (O(log n) a merge) was worse: the walk to the root is a loop per merge, and CJK
+  instructions rose 356M -> 593M, mispredictions 3.0M -> 6.9M (200K characters): not kept.
+- setup.py compiles with ``-fno-semantic-interposition`` (Linux): without it GCC called every
+  function of this module through the PLT and inlined none (``_cache_slot``); with it, under
+  callgrind, English, XNLI and CJK run 4-7% fewer estimated cycles.
 - ``_pair_value``'s direct-mapped cache of 16,384 recent pairs (256 KB) in front of the 4 MB
   merge table, with the merged id in the cached value (no ``merged[rank]`` access on a hit):
   XNLI 20 -> 29 MB/s, CJK 10 -> 14 MB/s. Cached multi-token results live in one flat array,
@@ -231,32 +238,45 @@ def _piece_key(text: str, start: i64, end: i64) -> i64:
     pieces, no comparison needed. Up to 7 code points below 256, 3 below 65,536 or 2 of any
     value fit in 56 bits; the kind of packing and the length are in the key too, so two
     packings never meet. Any other piece gets a 47-bit hash (below EXACT_KEY), to be confirmed with
-    ``_same``.
+    ``_same``. The usual piece (up to 7 code points below 256) is read once, in the loop that
+    packs it (see the performance notes).
     """
     n = end - start
+    if n <= 7:
+        packed: i64 = 0
+        shift: i64 = 0
+        for k in range(start, end):
+            c: i64 = ord(text[k])
+            if c >= 256:
+                return _wide_piece_key(text, start, end)
+            packed |= c << shift
+            shift += 8
+        return packed | (1 << 59) | (n << 56) | EXACT_KEY
+    return _wide_piece_key(text, start, end)
+
+
+def _wide_piece_key(text: str, start: i64, end: i64) -> i64:
+    """``_piece_key`` of a piece that is longer than 7 code points or has one above 255."""
+    n = end - start
+    if n <= 3:
+        packed16: i64 = 0  # 16 bits a code point (used if all are below 65,536)
+        packed21: i64 = 0  # 21 bits (used if there are at most 2)
+        top: i64 = 0
+        shift: i64 = 0
+        for k in range(start, end):
+            c: i64 = ord(text[k])
+            top |= c
+            packed16 |= (c & 0xFFFF) << (shift * 16)
+            packed21 |= c << (shift * 21)
+            shift += 1
+        if top < 65_536:
+            return packed16 | (2 << 59) | (n << 56) | EXACT_KEY
+        if n <= 2:
+            return packed21 | (3 << 59) | (n << 56) | EXACT_KEY
     h: i64 = n
-    top: i64 = 0
     for k in range(start, end):
-        c: i64 = ord(text[k])
-        h = ((h * 31) + c) & 0x3FFFFFFFFFFF
-        top |= c
-    width: i64 = 0
-    kind: i64 = 0  # of packing, in the key with the length
-    if n <= 7 and top < 256:
-        width, kind = 8, 1
-    elif n <= 3 and top < 65_536:
-        width, kind = 16, 2
-    elif n <= 2:
-        width, kind = 21, 3
-    else:
-        return h | 0x400000000000
-    packed: i64 = (kind << 59) | (n << 56)
-    shift: i64 = 0
-    for k in range(start, end):
-        point: i64 = ord(text[k])
-        packed |= point << shift
-        shift += width
-    return packed | EXACT_KEY
+        h = ((h * 31) + ord(text[k])) & 0x3FFFFFFFFFFF
+    return h | 0x400000000000
 
 
 def _cache_slot(key: i64, mask: i64) -> i64:
