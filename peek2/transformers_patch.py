@@ -11,32 +11,36 @@ Two integration points, chosen by what a call asks for:
 - plain calls (``__call__``/``encode`` of text or a list of texts, no offsets, padding,
   truncation, tensors, pairs or other outputs) go to peek2's standalone ``Tokenizer``,
   built once per tokenizer from its backend's own JSON (so added tokens and the
-  post-processor are those transformers set up): no ``tokenizers.Encoding`` is built;
+  post-processor are those transformers set up): no ``tokenizers.Encoding`` is built.
+  ``tok(text)`` with no keyword but ``add_special_tokens``, ``return_attention_mask`` or
+  ``split_special_tokens`` skips transformers' argument handling too (it resolves to the
+  plain case): on XNLI sentences that halves the time of a call;
 - every other call goes through the backend ``tokenizers.Tokenizer`` with the peek2
   plugin installed (``peek2.patch``), so offsets, padding and the rest are the backend's own.
 
 Tokenizers whose pipeline peek2 does not implement are left alone. The result of a plain
 call is a ``BatchEncoding`` without ``encodings`` (``.tokens()``/``.word_ids()`` need a
 call with ``return_offsets_mapping=True``, which takes the backend path). The standalone
-tokenizer is rebuilt when the backend's added tokens or post-processor change
-(``add_tokens``, ``add_bos_token = ...``); other direct edits of ``backend_tokenizer``
-after the first call are not seen.
+tokenizer is rebuilt when tokens are added through the transformers tokenizer
+(``add_tokens``, ``add_special_tokens``) or its post-processor changes (``add_bos_token =
+...``); tokens added to ``backend_tokenizer`` directly, and its other direct edits after
+the first call, are not seen.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 from peek2.families import UnsupportedPatternError
 from peek2.plugin import patch, patched_family
 from peek2.spec import TokenizerFormatError
 from peek2.tokenizer import Tokenizer
 
-_ORIGINAL: dict[str, Callable[..., Any]] = {}
+_ORIGINAL: dict[str, Any] = {}  # what patch_transformers replaced
 # Per transformers tokenizer: (fingerprint, peek2 Tokenizer or None when unsupported).
 # Kept outside the instance so that pickling and deepcopy of the tokenizer are unchanged.
-_STATE: weakref.WeakKeyDictionary[Any, tuple[tuple[int, bytes], Tokenizer | None]] = weakref.WeakKeyDictionary()
+_STATE: weakref.WeakKeyDictionary[Any, tuple[bytes, Tokenizer | None]] = weakref.WeakKeyDictionary()
 
 # Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
 _PLAIN = {
@@ -64,7 +68,12 @@ def patch_transformers() -> None:
     if "_encode_plus" in _ORIGINAL:
         return
     original = TokenizersBackend._encode_plus
+    original_call = TokenizersBackend.__call__
+    original_add_tokens = TokenizersBackend._add_tokens
     _ORIGINAL["_encode_plus"] = original
+    _ORIGINAL["__call__"] = original_call
+    _ORIGINAL["_add_tokens"] = original_add_tokens
+    _ORIGINAL["own __call__"] = TokenizersBackend.__dict__.get("__call__")  # type: ignore[assignment]
 
     def _encode_plus(self: Any, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
         engine = _engine(self)
@@ -72,7 +81,26 @@ def patch_transformers() -> None:
             return original(self, text, text_pair, **kwargs)
         return _plain_call(self, engine, text, kwargs)
 
+    def __call__(self: Any, text: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # ``tok(text)`` with at most these keywords: straight to peek2, without transformers'
+        # argument handling (half the time of a sentence once peek2 encodes it). It resolves to
+        # no padding, no truncation and no max_length, the plain case of ``_encode_plus``.
+        if not args and kwargs.keys() <= _CALL_KEYWORDS and not getattr(self, "_in_target_context_manager", False):
+            engine = _engine(self)
+            if engine is not None and _is_text(text) and "token_type_ids" not in self.model_input_names:
+                switch = getattr(type(self), "_switch_to_input_mode", None)  # on the class: a missing
+                if switch is not None:  # attribute of the instance costs 2 us in transformers' __getattr__
+                    switch(self)
+                return _plain_call(self, engine, text, kwargs)
+        return original_call(self, text, *args, **kwargs)
+
+    def _add_tokens(self: Any, new_tokens: Any, special_tokens: bool = False) -> Any:
+        _STATE.pop(self, None)  # rebuilt at the next call, with the new tokens
+        return original_add_tokens(self, new_tokens, special_tokens)
+
     TokenizersBackend._encode_plus = _encode_plus
+    TokenizersBackend.__call__ = __call__
+    TokenizersBackend._add_tokens = _add_tokens
 
 
 def unpatch_transformers() -> None:
@@ -82,6 +110,13 @@ def unpatch_transformers() -> None:
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
         TokenizersBackend._encode_plus = original
+        TokenizersBackend._add_tokens = _ORIGINAL.pop("_add_tokens")
+        _ORIGINAL.pop("__call__")
+        own_call = _ORIGINAL.pop("own __call__")
+        if own_call is None:
+            del TokenizersBackend.__call__  # the base class's again
+        else:
+            TokenizersBackend.__call__ = own_call
 
 
 def is_transformers_patched() -> bool:
@@ -89,10 +124,11 @@ def is_transformers_patched() -> bool:
     return "_encode_plus" in _ORIGINAL
 
 
-def _fingerprint(backend: Any) -> tuple[int, bytes]:
-    # Cheap: the added-token count moves with add_tokens, the post-processor with add_bos_token.
+def _fingerprint(backend: Any) -> bytes:
+    # The post-processor moves with add_bos_token (0.8 us to read). Added tokens drop the state
+    # in the patched ``_add_tokens`` instead: counting them here costs 4 us a call.
     post = backend.post_processor
-    return backend.get_vocab_size(with_added_tokens=True), post.__getstate__() if post is not None else b""
+    return post.__getstate__() if post is not None else b""
 
 
 def _engine(self: Any) -> Tokenizer | None:
@@ -113,11 +149,31 @@ def _engine(self: Any) -> Tokenizer | None:
     return engine
 
 
-def _is_plain(self: Any, text: Any, kwargs: dict[str, Any]) -> bool:
-    from transformers.tokenization_utils_base import TruncationStrategy
-    from transformers.utils.generic import PaddingStrategy
+_CALL_KEYWORDS = frozenset({"add_special_tokens", "return_attention_mask", "split_special_tokens"})
 
-    if not (isinstance(text, str) or (isinstance(text, (list, tuple)) and text and all(isinstance(t, str) for t in text))):
+
+def _is_text(text: Any) -> bool:
+    """A str or a non-empty list/tuple of str (a batch), not pre-tokenized input."""
+    return isinstance(text, str) or (isinstance(text, (list, tuple)) and bool(text) and all(isinstance(t, str) for t in text))
+
+
+_NAMES: tuple[Any, Any, Any] | None = None
+
+
+def _names() -> tuple[Any, Any, Any]:
+    """transformers' BatchEncoding, TruncationStrategy, PaddingStrategy (an import statement per call costs 0.5 us)."""
+    global _NAMES
+    if _NAMES is None:
+        from transformers.tokenization_utils_base import BatchEncoding, TruncationStrategy
+        from transformers.utils.generic import PaddingStrategy
+
+        _NAMES = (BatchEncoding, TruncationStrategy, PaddingStrategy)
+    return _NAMES
+
+
+def _is_plain(self: Any, text: Any, kwargs: dict[str, Any]) -> bool:
+    _, TruncationStrategy, PaddingStrategy = _names()
+    if not _is_text(text):
         return False
     for key, value in kwargs.items():
         if key in _PLAIN:
@@ -136,9 +192,7 @@ def _is_plain(self: Any, text: Any, kwargs: dict[str, Any]) -> bool:
 
 
 def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dict[str, Any]) -> Any:
-    from transformers.tokenization_utils_base import BatchEncoding, TruncationStrategy
-    from transformers.utils.generic import PaddingStrategy
-
+    BatchEncoding, TruncationStrategy, PaddingStrategy = _names()
     # The same side effects on the backend as transformers' path (no padding, no truncation).
     self.set_truncation_and_padding(
         padding_strategy=PaddingStrategy.DO_NOT_PAD,
@@ -154,16 +208,18 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
     if self._tokenizer.encode_special_tokens != split_special_tokens:
         self._tokenizer.encode_special_tokens = split_special_tokens
     add_special_tokens = kwargs.get("add_special_tokens", True)
-    texts = [text] if isinstance(text, str) else text
-    ids = [engine.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in texts]
     mask = kwargs.get("return_attention_mask")
     if mask is None:
         mask = "attention_mask" in self.model_input_names
+    max_length, verbose = kwargs.get("max_length"), kwargs.get("verbose", True)
+    if isinstance(text, str):  # one text: no list of rows to build and unwrap (a third of the glue)
+        row = engine.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
+        self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
+        return BatchEncoding({"input_ids": row, "attention_mask": [1] * len(row)} if mask else {"input_ids": row})
+    ids = [engine.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in text]
+    for row in ids:
+        self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
     data: dict[str, Any] = {"input_ids": ids}
     if mask:
         data["attention_mask"] = [[1] * len(row) for row in ids]
-    for row in ids:
-        self._eventual_warn_about_too_long_sequence(row, kwargs.get("max_length"), kwargs.get("verbose", True))
-    if isinstance(text, str):
-        data = {key: value[0] for key, value in data.items()}
     return BatchEncoding(data)

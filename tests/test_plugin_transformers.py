@@ -80,6 +80,9 @@ def test_call_without_offsets_is_the_standalone_engine(pair: tuple[Any, Any], te
     assert dict(patched(texts, add_special_tokens=False, split_special_tokens=True)) == dict(expected_plain)
     assert patched.encode(texts[0]) == expected["input_ids"][0]
     assert dict(patched(texts[1])) == {key: value[1] for key, value in expected.items()}
+    # (the keywords the shortcut of __call__ takes, and one it leaves to transformers)
+    assert dict(patched(texts[2], return_attention_mask=False)) == dict(unpatched(reference, texts[2], return_attention_mask=False))
+    assert dict(patched(texts[3], return_length=True)) == dict(unpatched(reference, texts[3], return_length=True))
 
 
 def test_offsets_padding_and_pairs_take_the_backend_path(pair: tuple[Any, Any], texts: list[str]) -> None:
@@ -106,6 +109,10 @@ def test_added_tokens_and_bos_changes_are_seen(data_dir: Path, patched_transform
         tok.add_bos_token = False
     assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
     assert patched(text)["input_ids"][0] != 128000
+    text = "x <extra special> y"
+    for tok in (reference, patched):
+        tok.add_special_tokens({"additional_special_tokens": ["<extra special>"]})
+    assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
     assert patched_family(reference.backend_tokenizer) is None  # never called while patched
 
 
