@@ -73,7 +73,7 @@ def patch_transformers() -> None:
     _ORIGINAL["_encode_plus"] = original
     _ORIGINAL["__call__"] = original_call
     _ORIGINAL["_add_tokens"] = original_add_tokens
-    _ORIGINAL["own __call__"] = TokenizersBackend.__dict__.get("__call__")  # type: ignore[assignment]
+    _ORIGINAL["own __call__"] = TokenizersBackend.__dict__.get("__call__")  # None: inherited
 
     def _encode_plus(self: Any, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
         engine = _engine(self)
