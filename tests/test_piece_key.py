@@ -1,0 +1,77 @@
+"""The piece cache's keys: a packed ("exact") key is the piece itself, so a hit on it is never
+compared with the stored piece. Two different pieces with the same exact key would give one of
+them the other's ids, so injectivity is checked here directly, on the code points where the
+packings change (block and plane edges, ASCII against an offset in a block)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from peek2._bpe import CACHE_MAX_CHARS, EXACT_KEY, _piece_key
+
+from conftest import fuzz_examples
+
+EDGES = [
+    0x20, 0x41, 0x7F, 0x80, 0xC1, 0xFF, 0x100, 0x17F, 0x180,
+    0x3FF, 0x400, 0x430, 0x47F, 0x480, 0x4C1,  # Cyrillic, and its 128-blocks' edges
+    0x900, 0x941, 0x97F, 0x980,  # Devanagari
+    0x4E00, 0x4E41, 0xFF80, 0xFFC1, 0xFFFF,  # the last BMP block
+    0x10000, 0x10041, 0x1F600, 0x10FFFF,
+]  # fmt: skip
+
+
+def key(piece: str) -> int:
+    return _piece_key(piece, 0, len(piece))
+
+
+def check_injective(pieces: list[str]) -> None:
+    seen: dict[int, str] = {}
+    for piece in pieces:
+        k = key(piece)
+        assert 0 < k < 1 << 63, (piece, k)
+        if k >= EXACT_KEY:
+            other = seen.setdefault(k, piece)
+            assert other == piece, f"exact key {k:#x} of {piece!r} and {other!r}"
+
+
+def test_exact_keys_injective_on_edge_code_points() -> None:
+    # Every piece of 1 to 4 code points over the edge alphabet, and its offsets in other blocks.
+    alphabet = [chr(c) for c in EDGES]
+    pieces = ["".join(p) for n in (1, 2, 3) for p in itertools.product(alphabet, repeat=n)]
+    rng = random.Random(7)
+    pieces += ["".join(rng.choice(alphabet) for _ in range(rng.randint(4, 9))) for _ in range(100_000)]
+    check_injective(pieces)
+
+
+def test_exact_keys_injective_within_a_script() -> None:
+    # Words of one block with an optional ASCII or in-block first character: the block packing.
+    rng = random.Random(11)
+    pieces = []
+    for block in (0x380 >> 7, 0x400 >> 7, 0x480 >> 7, 0x600 >> 7, 0x900 >> 7, 0xE00 >> 7, 0xFF80 >> 7):
+        for _ in range(20_000):
+            n = rng.randint(3, 8)
+            word = "".join(chr(block * 128 + rng.randrange(128)) for _ in range(n))
+            first = rng.choice([" ", "'", chr(rng.randrange(128)), chr(block * 128 + rng.randrange(128)), ""])
+            pieces.append(first + word)
+    check_injective(pieces)
+
+
+def test_words_of_one_script_get_exact_keys() -> None:
+    for piece in (" слово", "λόγος", " كتاب", "नमस्ते", "Hello", "ab", "你好", "a🙂"):
+        assert key(piece) >= EXACT_KEY, piece
+
+
+def test_keys_of_long_pieces_are_hashes() -> None:
+    # Beyond what fits in a key, the key is a hash and a hit is confirmed against the piece.
+    for piece in ("a" * 8, "слово" * 2, "你好世界", "🙂🙂🙂", "x" * CACHE_MAX_CHARS):
+        assert 0 < key(piece) < EXACT_KEY, piece
+
+
+@settings(max_examples=fuzz_examples(2_000), derandomize=True, deadline=None)
+@given(st.lists(st.text(st.sampled_from([chr(c) for c in EDGES]), min_size=1, max_size=8), min_size=2, max_size=40))
+def test_exact_keys_injective_fuzzed(pieces: list[str]) -> None:
+    check_injective(pieces)
