@@ -1,7 +1,9 @@
 """The piece cache's keys: a packed ("exact") key is the piece itself, so a hit on it is never
-compared with the stored piece. Two different pieces with the same exact key would give one of
-them the other's ids, so injectivity is checked here directly, on the code points where the
-packings change (block and plane edges, ASCII against an offset in a block)."""
+compared with the stored piece; a hashed key is confirmed by comparing the piece's code points
+packed into words. Two different pieces with the same exact key, or the same hashed key and
+words, would give one of them the other's ids, so injectivity is checked here directly, on the
+code points where the packings change (block and plane edges, ASCII against an offset in a
+block, a code point of 0 against the padding of the last word)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peek2._bpe import CACHE_MAX_CHARS, EXACT_KEY, _piece_key
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from peek2._bpe import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, _piece_key, _word_count
 
 from conftest import fuzz_examples
 
 EDGES = [
-    0x20, 0x41, 0x7F, 0x80, 0xC1, 0xFF, 0x100, 0x17F, 0x180,
+    0x0, 0x20, 0x41, 0x7F, 0x80, 0xC1, 0xFF, 0x100, 0x17F, 0x180,
     0x3FF, 0x400, 0x430, 0x47F, 0x480, 0x4C1,  # Cyrillic, and its 128-blocks' edges
     0x900, 0x941, 0x97F, 0x980,  # Devanagari
     0x4E00, 0x4E41, 0xFF80, 0xFFC1, 0xFFFF,  # the last BMP block
@@ -24,26 +29,31 @@ EDGES = [
 ]  # fmt: skip
 
 
+WORDS = vec[i64]([0] * KEY_WORDS)
+
+
 def key(piece: str) -> int:
-    return _piece_key(piece, 0, len(piece))
+    return _piece_key(piece, 0, len(piece), WORDS)
 
 
 def check_injective(pieces: list[str]) -> None:
-    seen: dict[int, str] = {}
+    """An exact key, or a hashed key with its packed words, is one piece only."""
+    seen: dict[tuple[int, ...], str] = {}
     for piece in pieces:
         k = key(piece)
         assert 0 < k < 1 << 63, (piece, k)
-        if k >= EXACT_KEY:
-            other = seen.setdefault(k, piece)
-            assert other == piece, f"exact key {k:#x} of {piece!r} and {other!r}"
+        identity = (k,) if k >= EXACT_KEY else (k, *(WORDS[i] for i in range(_word_count(k))))
+        other = seen.setdefault(identity, piece)
+        assert other == piece, f"key {k:#x} of {piece!r} and {other!r}"
 
 
 def test_exact_keys_injective_on_edge_code_points() -> None:
     # Every piece of 1 to 4 code points over the edge alphabet, and its offsets in other blocks.
     alphabet = [chr(c) for c in EDGES]
     pieces = ["".join(p) for n in (1, 2, 3) for p in itertools.product(alphabet, repeat=n)]
+    pieces += [base + tail for base in ("a" * 7, "a" * 13, "ab\u0400", "\U0001f600" * 5) for tail in ("", "\0", "\0\0")]
     rng = random.Random(7)
-    pieces += ["".join(rng.choice(alphabet) for _ in range(rng.randint(4, 9))) for _ in range(100_000)]
+    pieces += ["".join(rng.choice(alphabet) for _ in range(rng.randint(4, 24))) for _ in range(100_000)]
     check_injective(pieces)
 
 

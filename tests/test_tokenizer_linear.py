@@ -85,5 +85,11 @@ def test_cache_is_bounded(data_dir: Path) -> None:
     tok = Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json", cache_size=100)
     tok.encode(KINDS["random scalars"][:200_000])
     assert tok._engine.cache.count <= 100
+    # Ids and packed characters: at most 64 words a piece on average, plus the last piece's
+    # (127 rare characters: 4 ids and 3 characters a word each, 550 words).
+    rng = random.Random(5)
+    rare = " ".join("".join(chr(rng.randint(0xF0000, 0xFFFFD)) for _ in range(127)) for _ in range(300))
+    tok.encode(rare)
+    assert 0 < len(tok._engine.cache.multi) <= 64 * 100 + 600
     with pytest.raises(ValueError, match="cache_size"):
         Tokenizer.from_file(data_dir / "tokenizers" / "qwen2" / "tokenizer.json", cache_size=-1)
