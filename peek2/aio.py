@@ -64,10 +64,9 @@ async def async_encode(
     encoder = StreamEncoder(tok, add_special_tokens, split_special_tokens=split_special_tokens)
     ids: list[int] = []
     for start in range(0, len(text), chunk_chars):
-        ids += encoder.feed(text[start : start + chunk_chars])
+        encoder.feed(text[start : start + chunk_chars], ids)
         await asyncio.sleep(0)
-    ids += encoder.finish()
-    return ids
+    return encoder.finish(ids)
 
 
 async def async_encode_batch(

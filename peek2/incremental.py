@@ -148,7 +148,7 @@ class PromptCache:
         self.reused_chars += start
         self.encoded_chars += len(text) - start
         for stop in _checkpoint_positions(start, len(text)):
-            ids += encoder.feed(text[start:stop])
+            encoder.feed(text[start:stop], ids)
             positions.append(stop)
             counts.append(len(ids))
             states.append(encoder._snapshot())

@@ -117,9 +117,11 @@ def _chars_for_tokens(tok: Tokenizer, text: str, tokens: int) -> int:
 
 def bench_streaming(tok: Tokenizer, runs: int) -> None:
     print("(b) streaming encode vs one-shot encode, median MB/s of UTF-8 (ratio to the one-shot of the same input type);")
-    print("    str chunks against encode(text), bytes chunks (cut anywhere) against encode(data.decode()); piece cache emptied per run")
+    print("    str chunks against encode(text), bytes chunks (cut anywhere) against encode(data.decode()); piece cache emptied per run;")
+    print("    'ids +=' collects with ids += enc.feed(chunk) (a list per chunk), 'out' with enc.feed(chunk, ids) (appended in place)")
     sizes = (1024, 4096, 65536)
-    print(f"    {'corpus':8} {'input':5} {'one-shot':>9} " + " ".join(f"{f'{k // 1024} KB':>8} {'ratio':>6}" for k in sizes))
+    forms = ("ids +=", "out")
+    print(f"    {'corpus':8} {'input':5} {'form':6} {'one-shot':>9} " + " ".join(f"{f'{k // 1024} KB':>8} {'ratio':>6}" for k in sizes))
     for corpus in TEXT_CORPORA:
         text = text_corpus(corpus)
         data = text.encode("utf-8")
@@ -132,21 +134,30 @@ def bench_streaming(tok: Tokenizer, runs: int) -> None:
             for kind, source in (("str", text), ("bytes", data)):
                 chunks = [source[k : k + size] for k in range(0, len(source), size)]
 
-                def run(chunks: list = chunks) -> list[int]:  # type: ignore[type-arg]
+                def collect(chunks: list = chunks) -> list[int]:  # type: ignore[type-arg]
                     encoder = tok.stream_encoder(add_special_tokens=True)
                     ids: list[int] = []
                     for chunk in chunks:
                         ids += encoder.feed(chunk)
                     return ids + encoder.finish()
 
-                assert run() == expected, f"streaming ids differ at {size}-{kind} chunks on {corpus}"
-                engines[f"{kind} {size}"] = run
+                def append(chunks: list = chunks) -> list[int]:  # type: ignore[type-arg]
+                    encoder = tok.stream_encoder(add_special_tokens=True)
+                    ids: list[int] = []
+                    for chunk in chunks:
+                        encoder.feed(chunk, ids)
+                    return encoder.finish(ids)
+
+                for form, run in zip(forms, (collect, append)):
+                    assert run() == expected, f"streaming ids differ at {size}-{kind} chunks ({form}) on {corpus}"
+                    engines[f"{kind} {form} {size}"] = run
         seconds = interleaved(engines, runs, before=tok._engine.cache.clear)
         rates = {name: len(data) / statistics.median(times) / 1e6 for name, times in seconds.items()}
         for kind in ("str", "bytes"):
             base = rates[f"{kind} one-shot"]
-            cells = " ".join(f"{rates[f'{kind} {k}']:8.1f} {rates[f'{kind} {k}'] / base:5.2f}x" for k in sizes)
-            print(f"    {corpus:8} {kind:5} {base:9.1f} {cells}")
+            for form in forms:
+                cells = " ".join(f"{rates[f'{kind} {form} {k}']:8.1f} {rates[f'{kind} {form} {k}'] / base:5.2f}x" for k in sizes)
+                print(f"    {corpus:8} {kind:5} {form:6} {base:9.1f} {cells}")
 
 
 # ==== (c) event-loop stalls ====

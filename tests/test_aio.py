@@ -56,10 +56,10 @@ def test_cancelled_encode_stops(tok: Tokenizer, big_text: str, monkeypatch: pyte
     fed = 0
 
     class Counting(StreamEncoder):
-        def feed(self, chunk: str | bytes) -> list[int]:  # type: ignore[override]
+        def feed(self, chunk: str | bytes, out: list[int] | None = None) -> list[int]:  # type: ignore[override]
             nonlocal fed
             fed += 1
-            return super().feed(chunk)
+            return super().feed(chunk, out)
 
     monkeypatch.setattr(aio, "StreamEncoder", Counting)
 

@@ -48,9 +48,15 @@ def build_text(rng: random.Random, atoms: int = 24) -> str:
     return "".join(parts)
 
 
-def stream(tok: Tokenizer, chunks: list, add: bool = False, split: bool = False) -> list[int]:
+def stream(tok: Tokenizer, chunks: list, add: bool = False, split: bool = False, into: bool = False) -> list[int]:
+    """The ids of ``chunks`` fed in turn: returned lists joined, or (``into``) appended to one list."""
     encoder = tok.stream_encoder(add, split_special_tokens=split)
     ids: list[int] = []
+    if into:
+        for chunk in chunks:
+            assert encoder.feed(chunk, ids) is ids
+        assert encoder.finish(ids) is ids
+        return ids
     for chunk in chunks:
         ids += encoder.feed(chunk)
     return ids + encoder.finish()
@@ -81,8 +87,9 @@ def test_random_cuts_give_the_ids_of_encode(tok: Tokenizer, seed: int) -> None:
     expected = tok.encode(text, add, split_special_tokens=split)
     data: str | bytes = text.encode("utf-8") if rng.random() < 0.5 else text  # bytes: cuts inside characters
     points = [rng.randint(0, len(data)) for _ in range(rng.randint(0, 12))]
-    got = stream(tok, cut(data, points), add, split)
-    assert got == expected, f"{ascii(text)} cut at {sorted(points)} ({type(data).__name__})"
+    into = rng.random() < 0.5
+    got = stream(tok, cut(data, points), add, split, into)
+    assert got == expected, f"{ascii(text)} cut at {sorted(points)} ({type(data).__name__}, into={into})"
 
 
 def test_every_single_cut(tok: Tokenizer) -> None:
@@ -102,6 +109,8 @@ def test_every_single_cut(tok: Tokenizer) -> None:
             assert stream(tok, [text[:k], text[k:]]) == expected, f"{ascii(text)} cut at char {k}"
         assert stream(tok, [bytes([b]) for b in data]) == expected, ascii(text)
         assert stream(tok, list(text)) == expected, ascii(text)
+        assert stream(tok, [bytes([b]) for b in data], into=True) == expected, ascii(text)
+        assert stream(tok, list(text), into=True) == expected, ascii(text)
 
 
 @pytest.mark.slow
@@ -168,6 +177,8 @@ def test_prefix_and_suffix_ids(tok: Tokenizer) -> None:
     assert encoder.feed("") == tok.encode("", True)  # the prefix comes with the first call
     assert encoder.finish() == []
     assert stream(tok, [], True) == tok.encode("", True)
+    assert stream(tok, [], True, into=True) == tok.encode("", True)
+    assert stream(tok, ["", "a"], True, into=True) == tok.encode("a", True)
 
 
 # ==== Added tokens with lstrip / rstrip / single_word (not in the shipped models) ====
@@ -222,6 +233,32 @@ def test_encoder_errors(tok: Tokenizer) -> None:
         encoder.feed("x")
     with pytest.raises(RuntimeError, match="already"):
         encoder.finish()
+
+
+def test_feed_into_a_list(tok: Tokenizer) -> None:
+    # ids appended after what the caller's list holds; nothing appended by a call that raises
+    ids = [7, 8]
+    encoder = tok.stream_encoder(add_special_tokens=True)
+    encoder.feed("Hello wor", ids)
+    with pytest.raises(ValueError, match="lone surrogate"):
+        encoder.feed("ld, \ud800 and more text", ids)
+    assert ids[:2] == [7, 8] and ids[2:] == tok.encode("Hello wor", True)[: len(ids) - 2]
+    encoder = tok.stream_encoder(add_special_tokens=True)
+    ids = [7, 8]
+    with pytest.raises(ValueError, match="lone surrogate"):
+        encoder.feed("\ud800 and more text", ids)
+    assert ids == [7, 8]  # not even the prefix ids
+    encoder = tok.stream_encoder(add_special_tokens=True)
+    encoder.feed("x \ud800")  # held back: no boundary after the surrogate yet
+    ids = [7, 8]
+    with pytest.raises(ValueError, match="lone surrogate"):
+        encoder.finish(ids)
+    assert ids == [7, 8]
+    for out in ((), bytearray(), "ids", 3):
+        with pytest.raises(TypeError, match="out must be a list"):
+            tok.stream_encoder().feed("x", out)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="out must be a list"):
+            tok.stream_encoder().finish(out)  # type: ignore[arg-type]
 
 
 # ==== Decoding ====
