@@ -29,6 +29,7 @@ from peek2.formats.byte_level import to_bytes
 from peek2.nfc import nfc, nfc_aligned
 from peek2.pretokenizer import Peek2Pattern, _family_stage2
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
+from peek2.whole_chars import whole_chars
 
 if TYPE_CHECKING:  # the serving modules are imported when first used
     from peek2.incremental import PromptCache
@@ -92,14 +93,17 @@ class Tokenizer:
             nfc_aligned if spec.normalizer == "NFC" else lambda text: (text, list(range(len(text))))
         )
         family = FAMILIES[spec.family]
+        byte_ids = _byte_ids(spec)
+        merges = _merge_table(spec)
         self._engine = BytePairEncoder(
-            vec[i64](_byte_ids(spec)),
-            _merge_table(spec),
+            vec[i64](byte_ids),
+            merges,
             {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)},
             spec.ignore_merges,
             _family_stage2(family),
             family.max_digits,
             cache_size,
+            whole_chars(spec, merges, byte_ids),
         )
         self._raw_matcher = _AddedTokenMatcher([t for t in self._added if not t.normalized], lambda s: s)
         self._normalized_matcher = _AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)

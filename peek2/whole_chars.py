@@ -1,0 +1,180 @@
+"""Which characters may enter the merge as their own token instead of their UTF-8 bytes.
+
+Byte-level BPE starts a piece from its bytes, so most merges of a non-Latin piece only rebuild
+its characters: in 1 MB of Chinese, 88% of the merges join the three bytes of a character
+before any merge between characters happens. ``peek2._bpe._merge_whole_chars`` starts such a
+piece from the characters' tokens instead, when that cannot change the ids. It cannot when,
+for a character ``c`` whose bytes byte-level BPE alone merges into one token ``t`` with merges
+of ranks up to ``R``:
+
+1. no merge involving ``t`` has a rank below or equal to ``R`` (so no merge with ``t`` could
+   have happened before ``t`` exists; trained merge lists are ordered like this, and a few
+   hundred Llama-3 characters still fail it and keep their bytes), and
+2. no merge can join part of ``c``'s bytes with bytes outside ``c``: every merged token that
+   starts inside a character (with continuation bytes) or ends inside one (with an incomplete
+   sequence) is looked at, and ``c`` keeps its bytes next to a neighbour with which such a
+   token could form. " \\xe5" (Llama-3: a space and the first byte of many Chinese characters)
+   makes those characters keep their bytes after an ASCII character; "\\x8e\\xb7\\xe5\\x8f\\x96"
+   (the end of 获 and all of 取) makes 获 keep its bytes before 取. Where the other part of
+   such a token is itself incomplete, the character always keeps its bytes.
+
+Why the ids are unchanged: by 2, the bytes of ``c`` merge only among themselves, in the order
+BPE of ``c`` alone gives, and nothing outside can merge with part of them. By 1, any merge
+that the whole-character start makes available early (one involving ``t`` before ``t`` would
+exist in byte-level BPE) has a rank above every merge still pending inside ``c``, so it is not
+the lowest-ranked pair until ``t`` would exist anyway; each merge between characters therefore
+happens at the same step, position and rank in both, and both end in the same tokens.
+tests/test_whole_chars.py checks this against plain byte-level BPE on every qualifying
+character in the contexts that exclude it, and the XNLI and fuzz runs check the ids against
+tokenizers.
+
+Only code points below ``WHOLE_CHARS`` (two- and three-byte characters) are considered, and
+only when every byte is its own token (``byte_fallback``/``unk_token`` vocabularies keep the
+byte path).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from peek2._bpe import (
+    ID_BITS,
+    ID_MASK,
+    NO_MERGE,
+    PAIR_STRIDE,
+    WHOLE_CHARS,
+    WHOLE_NOT_AFTER_ASCII,
+    WHOLE_NOT_AFTER_LISTED,
+    WHOLE_NOT_BEFORE_ASCII,
+    WHOLE_NOT_BEFORE_LISTED,
+    MergeTable,
+    WholeChars,
+)
+from peek2.spec import TokenizerSpec
+
+_NO_MERGE_RANK = 1 << 40  # above every rank
+
+
+def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int]) -> WholeChars:
+    """The ``WholeChars`` of a byte-level BPE vocabulary (none if its bytes are not all tokens)."""
+    vocab = spec.vocab
+    if any(vocab.get(bytes([byte])) != byte_ids[byte] for byte in range(256)):
+        return WholeChars([], [], [])
+    # Characters of 2 or 3 bytes that are a token, with the highest merge rank BPE uses on them.
+    candidates: dict[bytes, tuple[int, int]] = {}  # UTF-8 -> (token id, highest rank used)
+    for token, token_id in vocab.items():
+        if 2 <= len(token) <= 3 and token[0] >= 0xC0:
+            try:
+                if len(token.decode("utf-8")) != 1:
+                    continue
+            except UnicodeDecodeError:
+                continue
+            highest = _merges_into_one(token, token_id, byte_ids, merges)
+            if highest >= 0:
+                candidates[token] = (token_id, highest)
+    # One pass over the merges: the lowest rank of a merge involving each candidate's token
+    # (condition 1), and the merged tokens that start or end inside a character (condition 2).
+    lowest: dict[bytes, int] = {}
+    straddling: list[bytes] = []
+    for rank, (left, right) in enumerate(spec.merges):
+        if left in candidates and left not in lowest:
+            lowest[left] = rank  # ranks ascend: the first is the lowest
+        if right in candidates and right not in lowest:
+            lowest[right] = rank
+        token = left + right
+        if not token.isascii():
+            try:
+                token.decode("utf-8")
+            except UnicodeDecodeError:
+                straddling.append(token)
+    flags: dict[bytes, int] = {
+        c: 0 for c, (_, highest) in candidates.items() if lowest.get(c, _NO_MERGE_RANK) > highest
+    }
+    by_prefix: dict[bytes, list[bytes]] = defaultdict(list)
+    by_suffix: dict[bytes, list[bytes]] = defaultdict(list)
+    for c in flags:
+        for k in range(1, len(c)):
+            by_prefix[c[:k]].append(c)
+            by_suffix[c[k:]].append(c)
+    before: set[tuple[bytes, str]] = set()  # (c, previous character) next to which c keeps its bytes
+    after: set[tuple[bytes, str]] = set()  # (c, next character)
+    excluded: set[bytes] = set()
+    for token in straddling:
+        inside_start, inside_end = _partial_ends(token)
+        if inside_end is not None:  # token = rest + a proper prefix of a character
+            rest = _utf8_or_none(token[: len(token) - len(inside_end)])
+            for c in by_prefix.get(inside_end, ()):
+                if rest is None:
+                    excluded.add(c)  # the rest is itself partial: keep c's bytes everywhere
+                elif ord(rest[-1]) < 128:
+                    flags[c] |= WHOLE_NOT_AFTER_ASCII
+                else:
+                    flags[c] |= WHOLE_NOT_AFTER_LISTED
+                    before.add((c, rest[-1]))
+        if inside_start is not None:  # token = a proper suffix of a character + rest
+            rest = _utf8_or_none(token[len(inside_start) :])
+            for c in by_suffix.get(inside_start, ()):
+                if rest is None:
+                    excluded.add(c)
+                elif ord(rest[0]) < 128:
+                    flags[c] |= WHOLE_NOT_BEFORE_ASCII
+                else:
+                    flags[c] |= WHOLE_NOT_BEFORE_LISTED
+                    after.add((c, rest[0]))
+    entries = [-1] * WHOLE_CHARS
+    for c, flag in flags.items():
+        if c not in excluded:
+            entries[ord(c.decode("utf-8"))] = candidates[c][0] | flag
+    return WholeChars(
+        entries,
+        [ord(previous) << 21 | ord(c.decode("utf-8")) for c, previous in before if c not in excluded],
+        [ord(c.decode("utf-8")) << 21 | ord(following) for c, following in after if c not in excluded],
+    )
+
+
+def _merges_into_one(data: bytes, token_id: int, byte_ids: list[int], merges: MergeTable) -> int:
+    """The highest merge rank BPE uses on the 2 or 3 bytes ``data`` alone if it ends as the one
+    token ``token_id``, else -1 (written out: this runs for every such token at load time)."""
+    first, second = byte_ids[data[0]], byte_ids[data[1]]
+    value = merges.get(first * PAIR_STRIDE + second)
+    if len(data) == 2:
+        return value >> ID_BITS if value < NO_MERGE and value & ID_MASK == token_id else -1
+    third = byte_ids[data[2]]
+    right = merges.get(second * PAIR_STRIDE + third)
+    if value >= NO_MERGE and right >= NO_MERGE:
+        return -1
+    if value < right:  # (a, b) first: the lower rank (values compare as ranks)
+        last = merges.get((value & ID_MASK) * PAIR_STRIDE + third)
+    else:
+        value = right
+        last = merges.get(first * PAIR_STRIDE + (right & ID_MASK))
+    if last >= NO_MERGE or last & ID_MASK != token_id:
+        return -1
+    return max(value, last) >> ID_BITS
+
+
+def _utf8_or_none(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text or None
+
+
+def _partial_ends(token: bytes) -> tuple[bytes | None, bytes | None]:
+    """The continuation bytes ``token`` starts with, and the incomplete character it ends with
+    (each None if there is none, or if it is the whole token: a part of one character)."""
+    lead = 0
+    while lead < len(token) and 0x80 <= token[lead] < 0xC0:
+        lead += 1
+    at, tail = lead, None
+    while at < len(token):
+        first = token[at]
+        width = 1 if first < 0x80 else 2 if first >> 5 == 6 else 3 if first >> 4 == 14 else 4
+        if at + width > len(token):
+            tail = token[at:]
+            break
+        at += width
+    start = token[:lead] if 0 < lead < len(token) else None
+    end = tail if tail is not None and len(tail) < len(token) else None
+    return start, end

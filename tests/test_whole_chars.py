@@ -1,0 +1,160 @@
+"""Characters entering the merge as their own token (peek2.whole_chars): the ids of byte-level BPE.
+
+Two checks. On the real vocabularies, every whole character is merged in the contexts where a
+merged token could join part of its bytes with a neighbour (built here from the merges, not
+from whole_chars' own tables), and compared with the byte path. On random small vocabularies
+whose merges join characters' bytes across character boundaries and break the rank order on
+purpose, the ids are compared with tokenizers.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer as Reference
+from tokenizers import pre_tokenizers
+
+import peek2
+from peek2 import _bpe
+from peek2.formats.byte_level import to_bytes
+from peek2.tokenizer import Tokenizer
+
+MODELS = ["llama3.1", "qwen2"]
+
+
+def whole_ids(tok: Tokenizer, piece: str) -> list[int]:
+    """The ids of ``piece`` through the whole-character path, whatever the routing rule says."""
+    size = _bpe._merge_whole_chars(tok._engine, piece, 0, len(piece), piece.encode("utf-8"))
+    return [tok._engine.scratch_ids[k] for k in range(size)]
+
+
+def straddling_tokens(tok: Tokenizer) -> list[tuple[bytes, int]]:
+    """Merged tokens holding part of a character at one end and more bytes, with where the part ends
+    (negative: the token ends with the first bytes of a character; positive: it starts with the
+    last bytes of one)."""
+    found = []
+    for left, right in tok.spec.merges:
+        token = left + right
+        if token.isascii():
+            continue
+        head = 0
+        while head < len(token) and 0x80 <= token[head] < 0xC0:
+            head += 1
+        if 0 < head < len(token):
+            found.append((token, head))
+        last = len(token) - 1
+        while last > 0 and 0x80 <= token[last] < 0xC0:
+            last -= 1
+        lead = token[last]
+        width = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        if last > 0 and lead >= 0xC0 and len(token) - last < width:
+            found.append((token, last - len(token)))
+    return found
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
+    return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
+
+
+def test_whole_characters_next_to_straddling_tokens(tok: Tokenizer) -> None:
+    whole = [chr(c) for c in range(_bpe.WHOLE_CHARS) if tok._engine.whole.entries[c] >= 0]
+    assert len(whole) > 3000  # Llama-3: 3,425 two- and three-byte characters; Qwen2: 14,763
+    by_start: dict[bytes, list[str]] = {}
+    by_end: dict[bytes, list[str]] = {}
+    for char in whole:
+        data = char.encode("utf-8")
+        for k in range(1, len(data)):
+            by_start.setdefault(data[:k], []).append(char)
+            by_end.setdefault(data[k:], []).append(char)
+    rng = random.Random(7)
+    pieces = set()
+    for char in whole:
+        pieces.update((char, char * 2, "a" + char, char + "a", " " + char, char + rng.choice(whole) + rng.choice(whole)))
+    for token, cut in straddling_tokens(tok):
+        if cut < 0:  # token = rest + first bytes of a character: put such characters after rest
+            rest = token[:cut].decode("utf-8", errors="ignore")
+            for char in by_start.get(token[cut:], [])[:400]:
+                pieces.update((rest + char, rest[-1:] + char + rng.choice(whole)))
+        else:  # token = last bytes of a character + rest
+            rest = token[cut:].decode("utf-8", errors="ignore")
+            for char in by_end.get(token[:cut], [])[:400]:
+                pieces.update((char + rest, rng.choice(whole) + char + rest[:1]))
+    assert len(pieces) > 20_000
+    for piece in sorted(pieces):
+        if piece:
+            assert whole_ids(tok, piece) == tok._engine.merge(piece.encode("utf-8")), ascii(piece)
+
+
+def test_routing_through_encode_matches_tokenizers(tok: Tokenizer) -> None:
+    reference = Reference.from_file(tok.spec.source)
+    whole = [chr(c) for c in range(0x4E00, 0xA000) if tok._engine.whole.entries[c] >= 0]
+    others = ["a", " ", "é", "п", "е", "о", "ा", "्", "。", "，", "\u0e32", "\u0e40", "1"]
+    rng = random.Random(11)
+    for _ in range(3000):
+        text = "".join(rng.choice(whole) if rng.random() < 0.7 else rng.choice(others) for _ in range(rng.randint(1, 30)))
+        assert tok.encode(text, False) == reference.encode(text, add_special_tokens=False).ids, ascii(text)
+
+
+# ==== Random vocabularies ====
+
+ALPHABET = "中丸乐国圆é\u00e8пра\u0905\u093e ab"  # shared lead and last bytes across characters
+
+
+def random_vocabulary(rng: random.Random) -> str:
+    """A byte-level BPE tokenizer.json whose merges are picked at random from adjacent symbols of a
+    random text (so some join parts of two characters), with some ranks moved out of order."""
+    byte_chars = sorted(pre_tokenizers.ByteLevel.alphabet(), key=lambda c: to_bytes(c) or b"")
+    to_chars = dict(zip(range(256), byte_chars))
+    vocab = {char: k for k, char in enumerate(byte_chars)}
+    text = "".join(rng.choice(ALPHABET) for _ in range(400)).encode("utf-8")
+    symbols = [bytes([b]) for b in text]
+    merges: list[tuple[bytes, bytes]] = []
+    for _ in range(rng.randint(20, 120)):
+        if len(symbols) < 2:
+            break
+        k = rng.randrange(len(symbols) - 1)
+        pair = (symbols[k], symbols[k + 1])
+        if pair in merges:
+            continue
+        merges.append(pair)
+        joined, at = [], 0
+        while at < len(symbols):  # apply it everywhere, leftmost first
+            if at + 1 < len(symbols) and (symbols[at], symbols[at + 1]) == pair:
+                joined.append(symbols[at] + symbols[at + 1])
+                at += 2
+            else:
+                joined.append(symbols[at])
+                at += 1
+        symbols = joined
+    for _ in range(rng.randint(0, 6)):  # out of order: a later merge moved earlier
+        merges.insert(rng.randrange(len(merges) + 1), merges.pop(rng.randrange(len(merges))))
+    chars = lambda data: "".join(to_chars[b] for b in data)  # noqa: E731
+    for left, right in merges:
+        vocab.setdefault(chars(left + right), len(vocab))
+    split = {"type": "Split", "pattern": {"Regex": peek2.PATTERNS["llama3"]}, "behavior": "Isolated", "invert": False}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+    return json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]}, "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": [[chars(left), chars(right)] for left, right in merges]},
+    })
+
+
+def test_random_vocabularies_match_tokenizers() -> None:
+    rng = random.Random(3)
+    used = 0
+    for _ in range(150):
+        json_text = random_vocabulary(rng)
+        tok, reference = Tokenizer.from_str(json_text), Reference.from_str(json_text)
+        used += tok._engine.whole.count > 0
+        for _ in range(60):
+            text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 24)))
+            assert tok.encode(text, False) == reference.encode(text, add_special_tokens=False).ids, ascii(text)
+    assert used > 50  # most vocabularies have whole characters to test
