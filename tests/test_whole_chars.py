@@ -10,7 +10,10 @@ purpose, the ids are compared with tokenizers.
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +161,29 @@ def test_random_vocabularies_match_tokenizers() -> None:
             text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 24)))
             assert tok.encode(text, False) == reference.encode(text, add_special_tokens=False).ids, ascii(text)
     assert used > 50  # most vocabularies have whole characters to test
+
+
+def test_pure_path_gives_the_same_ids() -> None:
+    # PEEK2_PURE=1 runs _bpe.py as plain Python: same ids on small random vocabularies (the real
+    # ones take minutes to load uncompiled).
+    rng = random.Random(5)
+    cases = []
+    for _ in range(6):
+        json_text = random_vocabulary(rng)
+        texts = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 40))) for _ in range(40)]
+        cases.append([json_text, texts + ["中" * 300]])  # and the heap path of long pieces
+    script = (
+        "import json, sys\n"
+        "from peek2 import COMPILED, Tokenizer\n"
+        "cases = json.loads(sys.stdin.read())\n"
+        "print(json.dumps([COMPILED, [[Tokenizer.from_str(j).encode(t, False) for t in ts] for j, ts in cases]]))\n"
+    )
+    runs = {}
+    for pure in ("1", "0"):
+        result = subprocess.run(
+            [sys.executable, "-c", script], input=json.dumps(cases), capture_output=True, text=True,
+            env={**os.environ, "PEEK2_PURE": pure}, check=True,
+        )
+        runs[pure] = json.loads(result.stdout)
+    assert runs["1"][0] is False
+    assert runs["1"][1] == runs["0"][1]
