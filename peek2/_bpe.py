@@ -9,14 +9,17 @@ same compilation unit), in order:
    the text in place, so a hit allocates nothing (a short piece's key is the piece itself,
    so most hits compare nothing either);
 2. with ``ignore_merges``, a piece that is a whole vocabulary token is that token;
-3. otherwise its UTF-8 bytes start as one symbol each (in a piece of mostly three-byte
-   characters, a character whose token can stand for its bytes starts as that token:
+3. otherwise its UTF-8 bytes (made from the code points in place) start as one symbol each
+   (a three-byte character whose token can stand for its bytes starts as that token:
    ``peek2.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
    lowest merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
    tiktoken's rule. Pieces below ``HEAP_MIN_BYTES`` find the best pair through minima of
    blocks of 8 pairs (O(sqrt n) a merge, branch-free, in reused arrays); long ones use a
    heap over a linked list of symbols (n log n), so one enormous piece (a million times "a")
    stays fast.
+
+The ids of a text are gathered in a native buffer and handed out as one list made at its final
+size, of shared int objects (``shared_ints``).
 
 Merges are stored in a ``MergeTable`` (open addressing in a packed array): key
 ``left * PAIR_STRIDE + right``, value ``rank << ID_BITS | merged_id``; comparing values
@@ -76,20 +79,28 @@ Performance notes (scripts/bench_encode.py, compiled):
 - Seven lookups in ten find no merge (CJK). A one-hash Bloom filter over the pair keys (512 KB)
   in front of the merge table made no measurable difference once the pair cache was there
   (CJK 0.77-0.85x vs 0.68-0.92x tiktoken in alternating runs): not kept.
-- Ids below ``SHARED_IDS`` (8,192) are appended as shared int objects, not boxed one by one:
-  no allocation when appended, no free when the list dies. Those 256 KB of int objects stay
-  in L2; they are 69-81% of the ids of English and code (Llama-3 numbers frequent tokens
-  first), 10-26% of XNLI's and CJK's. Encode plus freeing the ids, 300K characters, cold,
-  under callgrind: English -8.5%, code -7.6% estimated cycles, XNLI and CJK unchanged.
-  Sharing an int object for every id was slower (the incref is then a random write into
-  4 MB of int objects: English 58 -> 43 MB/s). The shared objects are read only in the
-  cache-hit paths (``_run``, ``PieceCache.emit``): a miss's ids are mostly rare ones.
+- The ids go out as shared int objects (``shared_ints``: the ints 0 .. vocabulary size - 1,
+  made once a process, 4 MB for Llama-3) and are gathered in a native buffer (``out_ids``,
+  kept between calls up to ``OUT_IDS_KEPT``) that ``encode_list`` turns into a list made at its
+  final size: no int made or freed per id, no ``list.append`` and no regrowth of a list that
+  reaches megabytes (Chinese: 24% of the estimated cycles were int objects, appends and list
+  copies). Estimated cycles, here with a 2 MB last-level cache (this machine's L2) at 40 cycles
+  a miss, encode plus freeing the ids, 300K characters, cold: English -2.7%, XNLI -9.5%, Chinese
+  -17.5%; process time of a cold encode of the 1 MB Chinese corpus (4 alternating rounds, best
+  of 15) 31.6-32.6 -> 23.6-26.9 ms with ``_merge_text`` below. Before, only ids below 8,192
+  were shared (256 KB of ints that stay in L2), because sharing every id had measured slower
+  (English 58 -> 43 MB/s, attributed to random increfs into 4 MB of ints); on this build and
+  this cache model it is not: L2 misses fell (Chinese 1.37M -> 0.92M), as the hot ids are few
+  and a fresh int costs an allocation, a free and a data-dependent branch.
+- ``_merge_text`` makes the UTF-8 bytes from the code points in place: no slice of the piece,
+  no ``str.encode``, no bytes object: estimated cycles English -0.7%, XNLI -2.1%, Chinese -6.8%.
 - Tried and reverted: a larger piece cache (65,536 or 262,144 pieces: slower, more memory
   to clear).
-- Whole characters (``_merge_whole_chars``): in the Chinese corpus 88% of the merges only
-  join the three bytes of a character. A piece of more than 2 UTF-8 bytes a character starts
-  from its characters' tokens where ``peek2.whole_chars`` allows it (93% of the Chinese, 86%
-  of the Thai characters): estimated cycles (300K characters, cold) Chinese 346 -> 241 M
+- Whole characters (``_merge_text``; ``_merge_whole_chars`` before): in the Chinese corpus 88%
+  of the merges only join the three bytes of a character. A piece of more than 2 UTF-8 bytes
+  a character starts from its characters' tokens where ``peek2.whole_chars`` allows it (93% of
+  the Chinese, 86% of the Thai characters; since ``_merge_text``, every three-byte character
+  that fits, in any piece): estimated cycles (300K characters, cold) Chinese 346 -> 241 M
   (-30%), XNLI of 15 languages -4.6%, 6,000 XNLI sentences -4.9%; English and code untouched
   (ASCII pieces keep the byte path). Pieces of two-byte characters (Cyrillic, Greek, Arabic,
   accented Latin) keep the byte path: one merge saved a character did not pay for the
@@ -128,13 +139,31 @@ HASH_MASK: Final = (1 << 52) - 1
 KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
 MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: 8 MB of ids and words for 16,384 pieces at most
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
-SHARED_IDS: Final = 8192  # ids below this are appended as shared int objects (256 KB of them)
+OUT_IDS_KEPT: Final = 1 << 20  # a larger ids buffer (8 MB) is dropped after the call
 # WholeChars entries: a token id and, above it, where the character may not enter as that token.
 WHOLE_NOT_AFTER_ASCII: Final = 1 << ID_BITS
 WHOLE_NOT_AFTER_LISTED: Final = 2 << ID_BITS  # ... after a character paired with it in ``before``
 WHOLE_NOT_BEFORE_ASCII: Final = 4 << ID_BITS
 WHOLE_NOT_BEFORE_LISTED: Final = 8 << ID_BITS  # ... before a character paired with it in ``after``
 WHOLE_CHARS: Final = 65_536  # WholeChars covers the code points below this (2 and 3 UTF-8 bytes)
+# Encoding takes whole only three-byte characters: for two-byte ones (Cyrillic, Greek, Arabic,
+# accented Latin), one merge saved a character did not pay for the checks (performance notes).
+WHOLE_FROM: Final = 0x800
+
+
+_SHARED_INTS: Final[list[Any]] = []
+
+
+def shared_ints(count: int) -> list[Any]:
+    """The int objects 0 .. count - 1, made once a process (one list, grown for a larger vocabulary).
+
+    The ids an engine returns are these objects (see the performance notes): no int is made for
+    an id, and none is freed with the list.
+    """
+    ints = _SHARED_INTS
+    if len(ints) < count:
+        ints.extend(range(len(ints), count))
+    return ints
 
 
 class MergeTable:
@@ -280,20 +309,18 @@ class PieceCache:
             self.multi = multi
         self.count += 1
 
-    def emit(self, value: i64, out: list[Any] | None, shared: list[Any]) -> i64:
-        """Append the ids of a cached ``value`` to ``out`` (unless None); returns how many."""
+    def size_of(self, value: i64) -> i64:
+        """How many ids the cached ``value`` stands for."""
         if value >= 0:
-            if out is not None:
-                out.append(shared[value] if value < SHARED_IDS else value)
             return 1
+        return self.multi[-1 - value]
+
+    def copy_ids(self, value: i64, dest: vec[i64], at: i64) -> None:
+        """Write the ids of a cached multi-token ``value`` to ``dest[at:]`` (room checked by the caller)."""
         multi = self.multi
-        at: i64 = -1 - value
-        size = multi[at]
-        if out is not None:
-            for k in range(at + 1, at + 1 + size):
-                token_id = multi[k]
-                out.append(shared[token_id] if token_id < SHARED_IDS else token_id)
-        return size
+        first: i64 = -value  # after the size at -1 - value
+        for k in range(multi[first - 1]):
+            dest[at + k] = multi[first + k]
 
 
 def _piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
@@ -521,7 +548,8 @@ class BytePairEncoder:
         self.max_digits: Final = max_digits
         self.cache_size: Final = cache_size
         self.cache: Final = PieceCache(cache_size)
-        self.shared: Final[list[Any]] = list(range(SHARED_IDS))
+        top = max(max(byte_ids), max(merges.merged, default=0), max(whole_tokens.values(), default=0))
+        self.shared: Final[list[Any]] = shared_ints(top + 1)  # every id this engine can give
         # The vocabulary's tokens keyed like the cache, so that with ignore_merges a piece that is
         # a token is found in place (a dict needs the piece sliced out and hashed first).
         tokens = PieceCache(len(whole_tokens) if ignore_merges else 0)
@@ -542,26 +570,77 @@ class BytePairEncoder:
         self.scratch_ids: Final = vec[i64]([0] * HEAP_MIN_BYTES)
         self.scratch_values: Final = vec[i64]([0] * HEAP_MIN_BYTES)
         self.scratch: Final = MergeScratch()
+        self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of ``text`` to ``out``."""
-        self._run(text, out)
+        count = self._run(text, True)
+        ids = self._take_ids()
+        shared = self.shared
+        for k in range(count):
+            token_id = ids[k]
+            out.append(shared[token_id])
+        self._give_back(ids)
+
+    def encode_list(self, text: str, head: list[int]) -> list[int]:
+        """A new list: ``head``, then the ids of ``text``.
+
+        Made at its final size (no growth: the ids are gathered in ``out_ids`` first).
+        """
+        count = self._run(text, True)
+        ids = self._take_ids()
+        shared = self.shared
+        size: i64 = len(head)
+        result: list[Any] = [None] * (size + count)
+        for k in range(size):
+            result[k] = head[k]
+        for k in range(count):
+            token_id = ids[k]
+            result[size + k] = shared[token_id]
+        self._give_back(ids)
+        return result
 
     def count(self, text: str) -> int:
         """The number of ids ``encode`` would append, without keeping them."""
-        return self._run(text, None)
+        return self._run(text, False)
 
-    def _run(self, text: str, out: list[Any] | None) -> int:
-        """Encode ``text``, appending to ``out`` unless it is None; returns the number of ids."""
+    def _take_ids(self) -> vec[i64]:
+        # The ids buffer leaves the engine while the caller's list is made: making a list may run
+        # the garbage collector, whose finalizers may encode with this engine (or let a thread do so).
+        ids = self.out_ids
+        self.out_ids = vec[i64]()
+        return ids
+
+    def _give_back(self, ids: vec[i64]) -> None:
+        if len(ids) <= OUT_IDS_KEPT:
+            self.out_ids = ids  # else dropped: an enormous text's buffer is not kept
+
+    def _room(self, count: i64, need: i64) -> vec[i64]:
+        """``out_ids`` with room for ``need`` ids, its first ``count`` kept."""
+        ids = self.out_ids
+        if need > len(ids):
+            size: i64 = 2 * len(ids)
+            if size < need:
+                size = need
+            grown = vec[i64]([0] * size)
+            for k in range(count):
+                grown[k] = ids[k]
+            self.out_ids = grown
+            ids = grown
+        return ids
+
+    def _run(self, text: str, keep: bool) -> i64:
+        """Encode ``text`` into ``out_ids`` if ``keep``; returns the number of ids."""
         stage2 = self.stage2
         max_digits: i64 = self.max_digits
         cache = self.cache
-        shared = self.shared
         words = self.key_words
         mask = cache.mask
+        out_ids = self.out_ids
+        room: i64 = len(out_ids)
         n: i64 = len(text)
         i: i64 = 0
-        total = 0
+        count: i64 = 0
         while i < n:
             end = piece_end(text, i, n, stage2, max_digits)
             key: i64 = 0  # i64, not int: the slot arithmetic below must stay native
@@ -581,61 +660,62 @@ class BytePairEncoder:
                     slot = (slot + 1) & mask
                     stored = entries[2 * slot]
             if found and value >= 0:
-                total += 1
-                if out is not None:
-                    # A frequent id's shared int object: no allocation now, no free later.
-                    out.append(shared[value] if value < SHARED_IDS else value)
+                if keep:
+                    if count >= room:
+                        out_ids = self._room(count, count + 1)
+                        room = len(out_ids)
+                    out_ids[count] = value
+                count += 1
             elif found:
-                total += cache.emit(value, out, shared)
+                size = cache.size_of(value)
+                if keep:
+                    if count + size > room:
+                        out_ids = self._room(count, count + size)
+                        room = len(out_ids)
+                    cache.copy_ids(value, out_ids, count)
+                count += size
             else:
-                total += self._compute(text, i, end, key, out)
+                ids, size = self._compute(text, i, end, key)
+                if keep:
+                    if count + size > room:
+                        out_ids = self._room(count, count + size)
+                        room = len(out_ids)
+                    for k in range(size):
+                        out_ids[count + k] = ids[k]
+                count += size
             i = end
-        return total
+        return count
 
-    def _compute(self, text: str, start: i64, end: i64, key: i64, out: list[Any] | None) -> i64:
-        """Append the ids of text[start:end] (not in the cache) to ``out`` unless None; returns how many.
-
-        ``key`` is the piece's hash, or 0 when it is too long to cache.
+    def _compute(self, text: str, start: i64, end: i64, key: i64) -> tuple[vec[i64], i64]:
+        """The ids of text[start:end] (not in the cache) as ``(ids, size)``: ``ids[:size]``, in
+        scratch space that the next call reuses. The piece is cached unless ``key`` is 0 (too long).
         """
         cache = self.cache
         if self.ignore_merges:
             token: i64 = -1
+            single = self.scratch_values
             if key != 0:
                 tokens = self.tokens
                 slot = tokens.find(key, self.key_words)
                 if slot >= 0:
                     token = tokens.first_id(slot)
-                    single = self.scratch_values
                     single[0] = token
                     cache.add(key, self.key_words, single, 1)
             else:
                 token = self.whole_tokens.get(text[start:end], -1)
             if token >= 0:
-                if out is not None:
-                    out.append(token)
-                return 1
-        piece = text[start:end]
-        data = piece.encode("utf-8")
-        if len(data) == 0:
-            return 0
-        if len(data) < HEAP_MIN_BYTES:
+                single[0] = token
+                return single, 1
+        if (end - start) * 4 < HEAP_MIN_BYTES or _utf8_length(text, start, end) < HEAP_MIN_BYTES:
             ids = self.scratch_ids
-            if len(data) <= 2 * (end - start) or self.whole.count == 0:
-                # Mostly ASCII or two-byte characters: one merge saved a character does not pay
-                # for the character loop (see the performance notes).
-                size = self._merge_short(data, ids)
-            else:
-                size = _merge_whole_chars(self, text, start, end, data)
+            size = _merge_text(self, text, start, end, WHOLE_FROM)
         else:
-            merged = _merge_heap(data, self.byte_ids, self.merges)
+            merged = _merge_heap(text[start:end].encode("utf-8"), self.byte_ids, self.merges)
             size = len(merged)
             ids = vec[i64](merged)
         if key != 0:
             cache.add(key, self.key_words, ids, size)
-        if out is not None:
-            for k in range(size):
-                out.append(ids[k])
-        return size
+        return ids, size
 
     def _merge_short(self, data: bytes, ids: vec[i64]) -> i64:
         """Merge a piece of fewer than HEAP_MIN_BYTES bytes into ``ids``; returns the number of ids."""
@@ -645,9 +725,8 @@ class BytePairEncoder:
 
     def piece_ids(self, piece: str) -> list[int]:
         """The ids of one piece (not cached)."""
-        out: list[int] = []
-        self._compute(piece, 0, len(piece), 0, out)
-        return out
+        ids, size = self._compute(piece, 0, len(piece), 0)
+        return [ids[k] for k in range(size)]
 
     def merge(self, data: bytes) -> list[int]:
         """The ids of one piece's bytes after all merges (the whole-token rule not applied)."""
@@ -712,13 +791,27 @@ def _merge_blocks(
     return _merge_symbols(n, merges, pairs, ids, values, scratch)
 
 
-def _merge_whole_chars(engine: BytePairEncoder, text: str, start: i64, end: i64, data: bytes) -> i64:
-    """``_merge_blocks`` of text[start:end] (UTF-8 ``data``, fewer than HEAP_MIN_BYTES bytes) into
-    ``engine.scratch_ids``, with the characters of ``engine.whole`` entering as their token where
-    they fit, not as their bytes.
+def _utf8_length(text: str, start: i64, end: i64) -> i64:
+    """The number of UTF-8 bytes of text[start:end] (no surrogates: the scanner refused them)."""
+    size: i64 = end - start
+    for k in range(start, end):
+        c: i64 = ord(text[k])
+        if c >= 128:
+            size += 1
+            if c >= 0x800:
+                size += 1
+                if c >= 0x10000:
+                    size += 1
+    return size
 
-    Same ids (``peek2.whole_chars`` says why); for Chinese, nine merges in ten are the ones
-    that join a character's bytes, and they are skipped.
+
+def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64, whole_from: i64) -> i64:
+    """``_merge_blocks`` of the UTF-8 bytes of text[start:end] (fewer than HEAP_MIN_BYTES) into
+    ``engine.scratch_ids``, the bytes made from the code points in place (no slice, no encode).
+
+    A character from ``whole_from`` up that ``engine.whole`` lists enters as its token where it
+    fits, not as its bytes: the same ids (``peek2.whole_chars`` says why). For Chinese, nine
+    merges in ten are the ones that join a character's bytes, and they are skipped.
     """
     whole = engine.whole
     byte_ids = engine.byte_ids
@@ -731,21 +824,19 @@ def _merge_whole_chars(engine: BytePairEncoder, text: str, start: i64, end: i64,
     following = scratch.following
     preceding = scratch.preceding
     entries = whole.entries
+    whole_below: i64 = 0  # characters below this may enter whole (none without a WholeChars)
+    if whole.count > 0:
+        whole_below = WHOLE_CHARS
     n: i64 = 0  # symbols so far
-    at: i64 = 0  # position in data
     raw: i64 = -1  # the last symbol's byte, or -1 for a whole character's token
     previous: i64 = -1  # the previous code point in the piece
     for k in range(start, end):
         c: i64 = ord(text[k])
         entry: i64 = -1
         width: i64 = 1
+        lead: i64 = c
         if c >= 128:  # (no conditional expressions here: mypyc would box their values)
-            width = 2
-            if c >= 0x800:
-                width = 3
-                if c >= 0x10000:
-                    width = 4
-            if c < WHOLE_CHARS:
+            if c >= whole_from and c < whole_below:
                 entry = entries[c]
                 if entry > ID_MASK:
                     after: i64 = -1
@@ -753,6 +844,14 @@ def _merge_whole_chars(engine: BytePairEncoder, text: str, start: i64, end: i64,
                         after = ord(text[k + 1])
                     if not whole.fits(entry, previous, c, after):
                         entry = -1
+            width = 2
+            lead = 0xC0 | (c >> 6)
+            if c >= 0x800:
+                width = 3
+                lead = 0xE0 | (c >> 12)
+                if c >= 0x10000:
+                    width = 4
+                    lead = 0xF0 | (c >> 18)
         if entry >= 0:
             token = entry & ID_MASK
             ids[n] = token
@@ -763,8 +862,12 @@ def _merge_whole_chars(engine: BytePairEncoder, text: str, start: i64, end: i64,
             n += 1
             raw = -1
         else:
-            for q in range(at, at + width):
-                byte: i64 = data[q]
+            shift: i64 = 6 * width - 6
+            byte: i64 = lead
+            for q in range(width):
+                if q > 0:
+                    shift -= 6
+                    byte = 0x80 | ((c >> shift) & 63)
                 ids[n] = byte_ids[byte]
                 following[n] = n + 1
                 preceding[n] = n - 1
@@ -775,7 +878,6 @@ def _merge_whole_chars(engine: BytePairEncoder, text: str, start: i64, end: i64,
                         values[n - 1] = _at(_pair_value(ids[n - 1], ids[n], merges, pairs), n - 1)
                 raw = byte
                 n += 1
-        at += width
         previous = c
     return _merge_symbols(n, merges, pairs, ids, values, scratch)
 

@@ -226,11 +226,12 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        out: list[int] = list(self._prefix_ids) if add_special_tokens else []
         if self._plain(text):
             # No added token can occur: skip the segment lists (most calls, and all short texts).
-            self._engine.encode(text if self._ascii_is_normal and text.isascii() else self._normalize(text), out)
+            normal = text if self._ascii_is_normal and text.isascii() else self._normalize(text)
+            out = self._engine.encode_list(normal, self._prefix_ids if add_special_tokens else [])
         else:
+            out = list(self._prefix_ids) if add_special_tokens else []
             for segment, token_id in self._segments(text, split_special_tokens):
                 if token_id >= 0:
                     out.append(token_id)

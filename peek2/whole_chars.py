@@ -2,7 +2,7 @@
 
 Byte-level BPE starts a piece from its bytes, so most merges of a non-Latin piece only rebuild
 its characters: in 1 MB of Chinese, 88% of the merges join the three bytes of a character
-before any merge between characters happens. ``peek2._bpe._merge_whole_chars`` starts such a
+before any merge between characters happens. ``peek2._bpe._merge_text`` starts such a
 piece from the characters' tokens instead, when that cannot change the ids. It cannot when,
 for a character ``c`` whose bytes byte-level BPE alone merges into one token ``t`` with merges
 of ranks up to ``R``:

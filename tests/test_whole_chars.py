@@ -30,7 +30,7 @@ MODELS = ["llama3.1", "qwen2"]
 
 def whole_ids(tok: Tokenizer, piece: str) -> list[int]:
     """The ids of ``piece`` through the whole-character path, whatever the routing rule says."""
-    size = _bpe._merge_whole_chars(tok._engine, piece, 0, len(piece), piece.encode("utf-8"))
+    size = _bpe._merge_text(tok._engine, piece, 0, len(piece), 0x80)
     return [tok._engine.scratch_ids[k] for k in range(size)]
 
 
