@@ -39,8 +39,12 @@ DEFAULT_CACHE_SIZE = 16_384
 """Pieces kept in the piece cache (each at most 128 characters).
 
 The cache takes at most about 550 bytes a piece of ``cache_size`` (32-64 of slots, 512 of ids and
-packed characters on average): 8.5 MB for the default, 0.8-2.3 MB on ordinary text.
+packed characters on average): 8.5 MB for the default, 0.8-2.3 MB on ordinary text. Besides the
+cache, an engine keeps the ids buffer of its largest text so far, up to 8 MB, and a process keeps
+one int object per vocabulary id (4 MB for Llama-3), shared by every tokenizer.
 """
+
+_NO_IDS: list[int] = []  # an empty head for encode_list, which does not change it
 
 WHITESPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -109,13 +113,13 @@ class Tokenizer:
         self._normalized_matcher = _AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
         # One of these occurs wherever an added token starts, raw or normalized (a superset is
         # safe): "<|", not "<", for Llama-3 and Qwen, so source code's "<" costs no matcher call.
-        self._needles = sorted(
-            self._raw_matcher.needles | self._normalized_matcher.needles | {t.content[:2] for t in self._added if t.content}
-        )
+        needles = self._raw_matcher.needles | self._normalized_matcher.needles | {t.content[:2] for t in self._added if t.content}
+        self._needles = [(needle[0], needle) for needle in sorted(needles)]
         # A normalizer may turn non-ASCII text into a normalized token's characters (NFC: U+212A
         # KELVIN SIGN -> "K"), so the raw text's needles do not rule those tokens out.
         self._normalized_tokens = bool(self._normalized_matcher.by_content) and spec.normalizer is not None
         self._ascii_is_normal = spec.normalizer in (None, "NFC")  # NFC leaves ASCII unchanged
+        self._normalizes = spec.normalizer is not None
         self._prefix_ids = list(spec.prefix_ids)
         self._suffix_ids = list(spec.suffix_ids)
 
@@ -228,8 +232,9 @@ class Tokenizer:
             raise TypeError(f"text must be str, not {type(text).__name__}")
         if self._plain(text):
             # No added token can occur: skip the segment lists (most calls, and all short texts).
-            normal = text if self._ascii_is_normal and text.isascii() else self._normalize(text)
-            out = self._engine.encode_list(normal, self._prefix_ids if add_special_tokens else [])
+            if self._normalizes and not (self._ascii_is_normal and text.isascii()):
+                text = self._normalize(text)
+            out = self._engine.encode_list(text, self._prefix_ids if add_special_tokens else _NO_IDS)
         else:
             out = list(self._prefix_ids) if add_special_tokens else []
             for segment, token_id in self._segments(text, split_special_tokens):
@@ -301,9 +306,9 @@ class Tokenizer:
         """True when no added token can occur in ``text`` (none of their first two characters occur)."""
         if self._normalized_tokens and not text.isascii():
             return False
-        for needle in self._needles:
+        for first, needle in self._needles:
             # CPython finds one character with memchr, two 30x slower (0.9 us for 1 KB): first one.
-            if needle[0] in text and needle in text:
+            if first in text and needle in text:
                 return False
         return True
 
