@@ -10,7 +10,7 @@ same compilation unit), in order:
    so most hits compare nothing either);
 2. with ``ignore_merges``, a piece that is a whole vocabulary token is that token;
 3. otherwise its UTF-8 bytes (made from the code points in place) start as one symbol each
-   (a three-byte character whose token can stand for its bytes starts as that token:
+   (a two- or three-byte character whose token can stand for its bytes starts as that token:
    ``peek2.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
    lowest merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
    tiktoken's rule. Pieces below ``HEAP_MIN_BYTES`` find the best pair through minima of
@@ -99,13 +99,16 @@ Performance notes (scripts/bench_encode.py, compiled):
 - Whole characters (``_merge_text``; ``_merge_whole_chars`` before): in the Chinese corpus 88%
   of the merges only join the three bytes of a character. A piece of more than 2 UTF-8 bytes
   a character starts from its characters' tokens where ``peek2.whole_chars`` allows it (93% of
-  the Chinese, 86% of the Thai characters; since ``_merge_text``, every three-byte character
-  that fits, in any piece): estimated cycles (300K characters, cold) Chinese 346 -> 241 M
+  the Chinese, 86% of the Thai characters; since ``_merge_text``, every listed character that
+  fits, in any piece): estimated cycles (300K characters, cold) Chinese 346 -> 241 M
   (-30%), XNLI of 15 languages -4.6%, 6,000 XNLI sentences -4.9%; English and code untouched
   (ASCII pieces keep the byte path). Pieces of two-byte characters (Cyrillic, Greek, Arabic,
-  accented Latin) keep the byte path: one merge saved a character did not pay for the
+  accented Latin) first kept the byte path: one merge saved a character did not pay for the
   character loop and the neighbour checks (Russian, Arabic sentences +-1% when routed
-  through it). The neighbour check's pair set first took its slot from ``_slot`` of the
+  through it). Once ``_merge_text`` made the bytes from the code points (the same loop for
+  both), taking two-byte characters whole too paid: estimated cycles (60K characters of one
+  XNLI language, cold, 2 MB last level) Russian -7%, Arabic -6%, Greek -10%, French, German,
+  Turkish, Vietnamese unchanged; XNLI of 15 languages -2.8%. The neighbour check's pair set first took its slot from ``_slot`` of the
   packed pair, which sees only the second code point: long probe chains, 8% of all XNLI
   instructions; ``_pair_slot`` mixes both. Conditional expressions in the character loop
   were boxed by mypyc (``x if c else y`` is an ``int``): written as statements.
@@ -146,9 +149,6 @@ WHOLE_NOT_AFTER_LISTED: Final = 2 << ID_BITS  # ... after a character paired wit
 WHOLE_NOT_BEFORE_ASCII: Final = 4 << ID_BITS
 WHOLE_NOT_BEFORE_LISTED: Final = 8 << ID_BITS  # ... before a character paired with it in ``after``
 WHOLE_CHARS: Final = 65_536  # WholeChars covers the code points below this (2 and 3 UTF-8 bytes)
-# Encoding takes whole only three-byte characters: for two-byte ones (Cyrillic, Greek, Arabic,
-# accented Latin), one merge saved a character did not pay for the checks (performance notes).
-WHOLE_FROM: Final = 0x800
 
 
 _SHARED_INTS: Final[list[Any]] = []
@@ -637,8 +637,10 @@ class BytePairEncoder:
         words = self.key_words
         mask = cache.mask
         out_ids = self.out_ids
-        room: i64 = len(out_ids)
         n: i64 = len(text)
+        if keep and len(out_ids) < n // 4:
+            out_ids = self._room(0, n // 4 + 64)  # a first guess (English 0.22 ids a character)
+        room: i64 = len(out_ids)
         i: i64 = 0
         count: i64 = 0
         while i < n:
@@ -708,7 +710,7 @@ class BytePairEncoder:
                 return single, 1
         if (end - start) * 4 < HEAP_MIN_BYTES or _utf8_length(text, start, end) < HEAP_MIN_BYTES:
             ids = self.scratch_ids
-            size = _merge_text(self, text, start, end, WHOLE_FROM)
+            size = _merge_text(self, text, start, end)
         else:
             merged = _merge_heap(text[start:end].encode("utf-8"), self.byte_ids, self.merges)
             size = len(merged)
@@ -805,13 +807,13 @@ def _utf8_length(text: str, start: i64, end: i64) -> i64:
     return size
 
 
-def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64, whole_from: i64) -> i64:
+def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64) -> i64:
     """``_merge_blocks`` of the UTF-8 bytes of text[start:end] (fewer than HEAP_MIN_BYTES) into
     ``engine.scratch_ids``, the bytes made from the code points in place (no slice, no encode).
 
-    A character from ``whole_from`` up that ``engine.whole`` lists enters as its token where it
-    fits, not as its bytes: the same ids (``peek2.whole_chars`` says why). For Chinese, nine
-    merges in ten are the ones that join a character's bytes, and they are skipped.
+    A character that ``engine.whole`` lists enters as its token where it fits, not as its bytes:
+    the same ids (``peek2.whole_chars`` says why). For Chinese, nine merges in ten are the ones
+    that join a character's bytes, and they are skipped.
     """
     whole = engine.whole
     byte_ids = engine.byte_ids
@@ -836,7 +838,7 @@ def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64, whole_
         width: i64 = 1
         lead: i64 = c
         if c >= 128:  # (no conditional expressions here: mypyc would box their values)
-            if c >= whole_from and c < whole_below:
+            if c < whole_below:
                 entry = entries[c]
                 if entry > ID_MASK:
                     after: i64 = -1

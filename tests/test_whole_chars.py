@@ -29,8 +29,8 @@ MODELS = ["llama3.1", "qwen2"]
 
 
 def whole_ids(tok: Tokenizer, piece: str) -> list[int]:
-    """The ids of ``piece`` through the whole-character path, whatever the routing rule says."""
-    size = _bpe._merge_text(tok._engine, piece, 0, len(piece), 0x80)
+    """The ids of ``piece`` from ``_merge_text`` (whole characters where they fit), uncached."""
+    size = _bpe._merge_text(tok._engine, piece, 0, len(piece))
     return [tok._engine.scratch_ids[k] for k in range(size)]
 
 
