@@ -52,9 +52,13 @@ Performance notes (scripts/bench_encode.py, compiled):
   KB), hence the 512 KB ``byte_pairs`` table for the first pairs of a piece (XNLI merges 669 ->
   466 ns a piece), hash and value side by side in the cache's one array, the vocabulary keyed
   like the cache (no slice, no siphash: English misses 1.3 -> 0.8 us), and reused scratch
-  arrays instead of appends. But the tables fit this machine's 32 MB L3: backing them with
-  huge pages (MADV_COLLAPSE) or putting key and value of the merge table in one 16-byte slot
-  (one cache line a lookup instead of two) made no measurable difference.
+  arrays instead of appends. Sampling the compiled encode of XNLI (``perf record -e cpu-clock``,
+  which is real time, unlike callgrind's cache model) put 29% of the time in ``_pair_value``,
+  nearly all of it waiting on its three loads (pair cache, merge table, ``merged``): a miss
+  there costs ~130 ns on this shared machine, not the 40 cycles the model charges. Hence the
+  filter below.
+  Putting key and value of the merge table in one 16-byte slot (no dependent ``merged[rank]``
+  load, but an 8 MB table) was mixed: 6,000 XNLI sentences -6%, Chinese +7-10%: not kept.
 - Finding the best pair is branch-bound, not memory-bound: a scan for the minimum over the
   piece's pair values mispredicts on the data. ``_merge_blocks`` tags each value with its
   position (one integer comparison gives rank, then leftmost) and takes minima with ``min``
@@ -76,9 +80,15 @@ Performance notes (scripts/bench_encode.py, compiled):
   merge table, with the merged id in the cached value (no ``merged[rank]`` access on a hit):
   XNLI 20 -> 29 MB/s, CJK 10 -> 14 MB/s. Cached multi-token results live in one flat array,
   not a list each: the garbage collector was 8% of CJK time visiting those lists.
-- Seven lookups in ten find no merge (CJK). A one-hash Bloom filter over the pair keys (512 KB)
-  in front of the merge table made no measurable difference once the pair cache was there
-  (CJK 0.77-0.85x vs 0.68-0.92x tiktoken in alternating runs): not kept.
+- Most lookups find no merge (300K characters: Chinese 168K of 212K, XNLI 42K of 85K), and
+  most of those miss the pair cache too. ``MergeTable.filter``, two bits a pair in one 64-bit
+  word of a 256 KB array (3.6% of non-merging pairs pass), answers them before the pair cache
+  and the merge table are read. Process time of an encode (300K characters, cold cache; two
+  tokenizers in one process, with and without the filter, alternated 20 times; median of the
+  paired ratios): Chinese -28%, XNLI -10%, 6,000 XNLI sentences -7%, English +2% (its few
+  lookups mostly merge, and pay for the filter). 128 KB and 512 KB filters: the same within
+  noise. An earlier one-hash 512 KB filter "made no measurable difference" in whole-process
+  runs whose spread (0.68-0.92x) hid a gain of this size: alternate inside one process.
 - The ids go out as shared int objects (``shared_ints``: the ints 0 .. vocabulary size - 1,
   made once a process, 4 MB for Llama-3) and are gathered in a native buffer (``out_ids``,
   kept between calls up to ``OUT_IDS_KEPT``) that ``encode_list`` turns into a list made at its
@@ -142,6 +152,7 @@ HASH_MASK: Final = (1 << 52) - 1
 KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
 MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: 8 MB of ids and words for 16,384 pieces at most
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
+FILTER_WORDS: Final = 1 << 15  # MergeTable's filter: 256 KB, 7.5 bits a merge for Llama-3
 OUT_IDS_KEPT: Final = 1 << 20  # a larger ids buffer (8 MB) is dropped after the call
 # WholeChars entries: a token id and, above it, where the character may not enter as that token.
 WHOLE_NOT_AFTER_ASCII: Final = 1 << ID_BITS
@@ -168,7 +179,8 @@ def shared_ints(count: int) -> list[Any]:
 
 
 class MergeTable:
-    """Pair key -> merge value (``rank << ID_BITS | merged_id``), as open addressing in a packed array.
+    """Pair key -> merge value (``rank << ID_BITS | merged_id``), as open addressing in a packed array,
+    behind a filter of the pairs that merge (``filter``: two bits a pair, see ``_pair_value``).
 
     A dict of 280k int keys costs 200-460 ns per lookup here (three dependent cache misses:
     slot, key object, value object). Here a slot is one i64, ``(key << RANK_BITS) | rank`` with
@@ -176,7 +188,20 @@ class MergeTable:
     2**19 slots of 8 bytes (4 MB) for Llama-3's 280k merges, one cache miss per lookup.
     """
 
-    def __init__(self, pair_keys: list[int], pair_values: list[int]) -> None:
+    def __init__(self, pair_keys: list[int], pair_values: list[int], filter_words: int = FILTER_WORDS) -> None:
+        # The filter: two bits a pair in one of filter_words 64-bit words (0: every pair passes,
+        # for measuring without it).
+        words: i64 = 1
+        while words < filter_words:
+            words *= 2
+        pair_filter = vec[i64]([0] * words)
+        if filter_words == 0:
+            pair_filter[0] = -1  # every pair passes
+        for pair_key in pair_keys:
+            word, bits = _filter_word_bits(pair_key + 1, words - 1)
+            pair_filter[word] |= bits
+        self.filter: Final = pair_filter
+        self.filter_mask: Final[i64] = words - 1
         slots: i64 = 1
         while 2 * slots < 3 * len(pair_keys) + 2:  # load factor at most 2/3
             slots *= 2
@@ -212,6 +237,22 @@ class MergeTable:
             if found == 0:
                 return NO_MERGE
             slot = (slot + 1) & mask
+
+
+def _filter_word_bits(key: i64, mask: i64) -> tuple[i64, i64]:
+    """The filter word of pair ``key`` and its two bits (``_pair_value`` writes this out)."""
+    mixed = key ^ (key >> 21)  # below 2**41
+    h = mixed * 1_048_573  # below 2**61
+    return (h >> 24) & mask, _bit((h >> 8) & 63) | _bit((h >> 14) & 63)
+
+
+def _bit(position: i64) -> i64:
+    """The i64 with only bit ``position`` (0 to 63) set; bit 63 is the sign."""
+    return BITS[position]
+
+
+# (Made from Python ints: mypyc compiles ``x << position`` of an i64 x set to 1 as a C int shift.)
+BITS: Final = vec[i64]([1 << k for k in range(63)] + [-(1 << 63)])
 
 
 def _slot(key: i64, mask: i64) -> i64:
@@ -954,13 +995,19 @@ def _refresh_block(values: vec[i64], block_min: vec[i64], block: i64) -> None:
 
 
 def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i64:
-    """The merge value of (left, right), through ``pairs``: a direct-mapped cache of recent answers.
+    """The merge value of (left, right): NO_MERGE if ``merges.filter`` lacks one of the pair's two
+    bits, else through ``pairs``, a direct-mapped cache of recent answers, then the merge table.
 
     ``pairs[2s]`` holds key + 1 (0 = empty) and ``pairs[2s + 1]`` the value, NO_MERGE included:
     a miss costs one more access than the merge table alone; a hit saves a random access into
     the merge table and one into ``merged`` (see the performance notes).
     """
     key: i64 = left * PAIR_STRIDE + right + 1
+    mixed = key ^ (key >> 21)
+    h = mixed * 1_048_573
+    word = merges.filter[(h >> 24) & merges.filter_mask]
+    if ((word >> ((h >> 8) & 63)) & (word >> ((h >> 14) & 63)) & 1) == 0:
+        return NO_MERGE  # the filter has no such pair
     at: i64 = 2 * (((key * 2_097_143) >> 13) & PAIR_CACHE_MASK)  # below 2**21: no overflow
     if pairs[at] == key:
         return pairs[at + 1]

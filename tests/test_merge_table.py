@@ -1,0 +1,70 @@
+"""The merge table and its filter (peek2._bpe): every merge found, non-merges refused.
+
+The filter answers "no merge" for most pairs without reading the merge table, so a pair it
+wrongly refused would silently change ids. Here every merge of the real vocabularies is looked
+up through ``_pair_value`` (filter, pair cache, table), and random pairs are checked against
+the vocabulary's own merge list.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from peek2 import _bpe
+from peek2.tokenizer import Tokenizer
+
+MODELS = ["llama3.1", "qwen2"]
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
+    return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
+
+
+def expected_merges(tok: Tokenizer) -> dict[int, int]:
+    """Pair key -> merge value, from the spec's merge list (a later duplicate wins, as in the reference)."""
+    vocab = tok.spec.vocab
+    return {
+        vocab[left] * _bpe.PAIR_STRIDE + vocab[right]: (rank << _bpe.ID_BITS) | vocab[left + right]
+        for rank, (left, right) in enumerate(tok.spec.merges)
+    }
+
+
+def fresh_pair_cache() -> vec[i64]:
+    return vec[i64]([0] * (2 * (_bpe.PAIR_CACHE_MASK + 1)))
+
+
+def test_every_merge_passes_the_filter(tok: Tokenizer) -> None:
+    merges = tok._engine.merges
+    pairs = fresh_pair_cache()
+    wrong = []
+    for key, value in expected_merges(tok).items():
+        left, right = divmod(key, _bpe.PAIR_STRIDE)
+        if _bpe._pair_value(left, right, merges, pairs) != value or merges.get(key) != value:
+            wrong.append((left, right))
+    assert not wrong, f"{len(wrong)} merges not found, first {wrong[:5]}"
+
+
+def test_pairs_that_do_not_merge(tok: Tokenizer) -> None:
+    merges = tok._engine.merges
+    expected = expected_merges(tok)
+    pairs = fresh_pair_cache()
+    rng = random.Random(7)
+    top = max(tok.spec.vocab.values()) + 1
+    passed = 0
+    for _ in range(100_000):
+        left, right = rng.randrange(top), rng.randrange(top)
+        value = expected.get(left * _bpe.PAIR_STRIDE + right, _bpe.NO_MERGE)
+        assert _bpe._pair_value(left, right, merges, pairs) == value
+        word, bits = _bpe._filter_word_bits(left * _bpe.PAIR_STRIDE + right + 1, merges.filter_mask)
+        passed += value == _bpe.NO_MERGE and (merges.filter[word] & bits) == bits
+    assert passed < 10_000  # the filter refuses most non-merges (3.6% pass for Llama-3)
+
+
+def test_filter_bits_cover_all_64_positions() -> None:
+    assert [_bpe._bit(k) for k in range(64)] == [1 << k for k in range(63)] + [-(1 << 63)]
