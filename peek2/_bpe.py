@@ -56,7 +56,7 @@ Performance notes (scripts/bench_encode.py, compiled):
   which is real time, unlike callgrind's cache model) put 29% of the time in ``_pair_value``,
   nearly all of it waiting on its three loads (pair cache, merge table, ``merged``): a miss
   there costs ~130 ns on this shared machine, not the 40 cycles the model charges. Hence the
-  filter below.
+  filter below, and huge pages for the tables (``peek2.huge_pages``: 2-3% in paired runs).
   Putting key and value of the merge table in one 16-byte slot (no dependent ``merged[rank]``
   load, but an 8 MB table) was mixed: 6,000 XNLI sentences -6%, Chinese +7-10%: not kept.
 - Finding the best pair is branch-bound, not memory-bound: a scan for the minimum over the
@@ -613,6 +613,22 @@ class BytePairEncoder:
         self.scratch_values: Final = vec[i64]([0] * HEAP_MIN_BYTES)
         self.scratch: Final = MergeScratch()
         self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
+
+    def tables(self) -> list[object]:
+        """The arrays an encode reads at random (for ``peek2.huge_pages``), largest first."""
+        whole = self.whole
+        return [
+            self.merges.table,
+            self.tokens.entries,
+            self.merges.merged,
+            self.tokens.multi,
+            whole.entries,
+            self.byte_pairs,
+            self.cache.entries,
+            self.pairs,
+            whole.before.table,
+            whole.after.table,
+        ]
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of ``text`` to ``out``."""

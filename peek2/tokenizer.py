@@ -22,6 +22,7 @@ import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 from librt.vecs import vec
 from mypy_extensions import i64
 
+from peek2 import huge_pages
 from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
@@ -109,6 +110,7 @@ class Tokenizer:
             cache_size,
             whole_chars(spec, merges, byte_ids),
         )
+        huge_pages.advise(self._engine.tables())
         self._raw_matcher = _AddedTokenMatcher([t for t in self._added if not t.normalized], lambda s: s)
         self._normalized_matcher = _AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
         # One of these occurs wherever an added token starts, raw or normalized (a superset is

@@ -1,4 +1,4 @@
-"""The merge table and its filter (peek2._bpe): every merge found, non-merges refused.
+"""The merge table and its filter (peek2._bpe): every merge found, non-merges refused; huge pages change nothing.
 
 The filter answers "no merge" for most pairs without reading the merge table, so a pair it
 wrongly refused would silently change ids. Here every merge of the real vocabularies is looked
@@ -8,14 +8,17 @@ the vocabulary's own merge list.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2 import _bpe
+from peek2 import _bpe, huge_pages
 from peek2.tokenizer import Tokenizer
 
 MODELS = ["llama3.1", "qwen2"]
@@ -68,3 +71,26 @@ def test_pairs_that_do_not_merge(tok: Tokenizer) -> None:
 
 def test_filter_bits_cover_all_64_positions() -> None:
     assert [_bpe._bit(k) for k in range(64)] == [1 << k for k in range(63)] + [-(1 << 63)]
+
+
+def test_huge_pages_keep_the_ids(tok: Tokenizer) -> None:
+    text = "Hello world, 漢字かなカナ 한국어 ไทย العربية हिन्दी 12345 " * 50
+    before = tok.encode(text)
+    advised = huge_pages.advise(tok._engine.tables())
+    assert advised >= 0 and advised % huge_pages.HUGE_PAGE == 0
+    setting = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if setting.exists() and "[never]" not in setting.read_text() and os.environ.get(huge_pages.ENV_SWITCH, "1") != "0":
+        assert advised > 0  # the kernel has transparent huge pages and takes the advice
+    assert tok.encode(text) == before
+
+
+def test_huge_pages_can_be_turned_off(data_dir: Path) -> None:
+    code = "from peek2 import huge_pages; from librt.vecs import vec; from mypy_extensions import i64; print(huge_pages.advise([vec[i64]([0] * 1_000_000)]))"
+    env = {**os.environ, huge_pages.ENV_SWITCH: "0"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "0"
+
+
+def test_huge_pages_refuse_objects_without_a_buffer() -> None:
+    with pytest.raises(TypeError, match="bytes-like|buffer"):
+        huge_pages.advise([object()])
