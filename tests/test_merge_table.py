@@ -1,4 +1,4 @@
-"""The merge table and its filter (peek2._bpe): every merge found, non-merges refused; huge pages change nothing.
+"""The merge table and the filters (peek2._bpe): every merge and token found, non-merges refused; huge pages change nothing.
 
 The filter answers "no merge" for most pairs without reading the merge table, so a pair it
 wrongly refused would silently change ids. Here every merge of the real vocabularies is looked
@@ -67,6 +67,24 @@ def test_pairs_that_do_not_merge(tok: Tokenizer) -> None:
         word, bits = _bpe._filter_word_bits(left * _bpe.PAIR_STRIDE + right + 1, merges.filter_mask)
         passed += value == _bpe.NO_MERGE and (merges.filter[word] & bits) == bits
     assert passed < 10_000  # the filter refuses most non-merges (3.6% pass for Llama-3)
+
+
+@pytest.mark.parametrize("model", ["llama3", "llama3.1"])  # the files with ignore_merges
+def test_every_token_passes_the_token_filter(model: str, data_dir: Path) -> None:
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / model / "tokenizer.json")
+    engine = tok._engine
+    assert engine.ignore_merges
+    words = vec[i64]([0] * _bpe.KEY_WORDS)
+    token_filter = engine.token_filter
+    missing = []
+    for token, token_id in engine.whole_tokens.items():
+        if 0 < len(token) <= _bpe.CACHE_MAX_CHARS:
+            word, bits = _bpe._filter_word_bits(_bpe._fold(_bpe._piece_key(token, 0, len(token), words)), len(token_filter) - 1)
+            if token_filter[word] & bits != bits:
+                missing.append(token)
+    assert not missing, f"{len(missing)} tokens refused by the filter, first {missing[:5]}"
+    # And a piece that is a token comes out as that token.
+    assert tok.encode(" Hello", add_special_tokens=False) == [engine.whole_tokens[" Hello"]]
 
 
 def test_filter_bits_cover_all_64_positions() -> None:
