@@ -54,11 +54,15 @@ Performance notes (scripts/bench_encode.py, compiled):
   like the cache (no slice, no siphash: English misses 1.3 -> 0.8 us), and reused scratch
   arrays instead of appends. Sampling the compiled encode of XNLI (``perf record -e cpu-clock``,
   which is real time, unlike callgrind's cache model) put 29% of the time in ``_pair_value``,
-  nearly all of it waiting on its three loads (pair cache, merge table, ``merged``): a miss
-  there costs ~130 ns on this shared machine, not the 40 cycles the model charges. Hence the
-  filter below, and huge pages for the tables (``peek2.huge_pages``: 2-3% in paired runs).
-  Putting key and value of the merge table in one 16-byte slot (no dependent ``merged[rank]``
-  load, but an 8 MB table) was mixed: 6,000 XNLI sentences -6%, Chinese +7-10%: not kept.
+  nearly all of it waiting on its three loads (pair cache, merge table, then the merged id of
+  the rank in a 2 MB array): a miss there costs ~130 ns on this shared machine, not the 40
+  cycles the model charges. Hence the filters below, huge pages for the tables
+  (``peek2.huge_pages``: 2-3% in paired runs), and key and value of the merge table in one
+  16-byte slot (no dependent load of the merged id; 8 MB instead of 4 + 2 MB). Before the
+  filter the slot was mixed (6,000 XNLI sentences -6%, Chinese +7-10%: the misses probed twice
+  the bytes); after it, best of 8 alternating processes: XNLI -7%, sentences -3%, Chinese
+  -2.6%, English -7% (300K characters, cold cache); callgrind's last-level misses of the
+  sentences -7%, Chinese unchanged.
 - Finding the best pair is branch-bound, not memory-bound: a scan for the minimum over the
   piece's pair values mispredicts on the data. ``_merge_blocks`` tags each value with its
   position (one integer comparison gives rank, then leftmost) and takes minima with ``min``
@@ -190,9 +194,9 @@ class MergeTable:
     behind a filter of the pairs that merge (``filter``: two bits a pair, see ``_pair_value``).
 
     A dict of 280k int keys costs 200-460 ns per lookup here (three dependent cache misses:
-    slot, key object, value object). Here a slot is one i64, ``(key << RANK_BITS) | rank`` with
-    ``key = left * PAIR_STRIDE + right + 1`` (0 is empty), and ``merged[rank]`` gives the new id:
-    2**19 slots of 8 bytes (4 MB) for Llama-3's 280k merges, one cache miss per lookup.
+    slot, key object, value object). Here slot ``s`` is ``table[2s]``, ``key = left * PAIR_STRIDE
+    + right + 1`` (0 is empty), and ``table[2s + 1]``, the value: 2**19 slots of 16 bytes (8 MB)
+    for Llama-3's 280k merges, one cache line per lookup (see the performance notes).
     """
 
     def __init__(self, pair_keys: list[int], pair_values: list[int], filter_words: int = FILTER_WORDS) -> None:
@@ -214,21 +218,22 @@ class MergeTable:
             slots *= 2
         self.mask: Final[i64] = slots - 1
         mask: i64 = slots - 1
-        table = vec[i64]([0] * slots)
+        table = vec[i64]([0] * (2 * slots))
         ranks = 1 + max([value >> ID_BITS for value in pair_values], default=0)
         if ranks > RANK_MASK:
             raise ValueError(f"{ranks} merges: at most {RANK_MASK} are supported")
-        merged = vec[i64]([0] * ranks)
+        top: i64 = 0
         for k in range(len(pair_keys)):
             key: i64 = pair_keys[k] + 1
-            rank: i64 = pair_values[k] >> ID_BITS
-            merged[rank] = pair_values[k] & ID_MASK
+            value: i64 = pair_values[k]
+            top = max(top, value & ID_MASK)
             slot = _slot(key, mask)
-            while table[slot] != 0 and (table[slot] >> RANK_BITS) != key:
+            while table[2 * slot] != 0 and table[2 * slot] != key:
                 slot = (slot + 1) & mask
-            table[slot] = (key << RANK_BITS) | rank
+            table[2 * slot] = key
+            table[2 * slot + 1] = value
         self.table: Final = table
-        self.merged: Final = merged
+        self.top_id: Final = top  # the largest merged id
 
     def get(self, pair_key: i64) -> i64:
         """The merge value of a pair, or NO_MERGE."""
@@ -237,10 +242,9 @@ class MergeTable:
         key = pair_key + 1
         slot = _slot(key, mask)
         while True:
-            found = table[slot]
-            if (found >> RANK_BITS) == key:
-                rank = found & RANK_MASK
-                return (rank << ID_BITS) | self.merged[rank]
+            found = table[2 * slot]
+            if found == key:
+                return table[2 * slot + 1]
             if found == 0:
                 return NO_MERGE
             slot = (slot + 1) & mask
@@ -613,7 +617,7 @@ class BytePairEncoder:
         self.max_digits: Final = max_digits
         self.cache_size: Final = cache_size
         self.cache: Final = PieceCache(cache_size)
-        top = max(max(byte_ids), max(merges.merged, default=0), max(whole_tokens.values(), default=0))
+        top = max(max(byte_ids), merges.top_id, max(whole_tokens.values(), default=0))
         self.shared: Final[list[Any]] = shared_ints(top + 1)  # every id this engine can give
         # The vocabulary's tokens keyed like the cache, so that with ignore_merges a piece that is
         # a token is found in place (a dict needs the piece sliced out and hashed first).
@@ -652,7 +656,6 @@ class BytePairEncoder:
             self.merges.filter,
             self.token_filter,
             self.tokens.entries,
-            self.merges.merged,
             self.tokens.multi,
             whole.entries,
             self.byte_pairs,
@@ -1052,7 +1055,7 @@ def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i
 
     ``pairs[2s]`` holds key + 1 (0 = empty) and ``pairs[2s + 1]`` the value, NO_MERGE included:
     a miss costs one more access than the merge table alone; a hit saves a random access into
-    the merge table and one into ``merged`` (see the performance notes).
+    the merge table (see the performance notes).
     """
     key: i64 = left * PAIR_STRIDE + right + 1
     mixed = (key & 0x1FFFFF) * 0x9E3779B1 + (key >> 21) * 0x7FEB352D  # _filter_hash, written out
@@ -1067,14 +1070,13 @@ def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i
     table = merges.table
     mask = merges.mask
     slot = ((key * 1_000_003) >> 11) & mask
-    found = table[slot]
-    while (found >> RANK_BITS) != key and found != 0:
+    found = table[2 * slot]
+    while found != key and found != 0:
         slot = (slot + 1) & mask
-        found = table[slot]
+        found = table[2 * slot]
     value: i64 = NO_MERGE
     if found != 0:
-        rank = found & RANK_MASK
-        value = (rank << ID_BITS) | merges.merged[rank]
+        value = table[2 * slot + 1]
     pairs[at] = key
     pairs[at + 1] = value
     return value

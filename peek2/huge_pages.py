@@ -1,7 +1,7 @@
 """Transparent huge pages for the engine's large tables (Linux): fewer TLB misses on random reads.
 
-An encode reads a few large tables at random: the merge table (4 MB for Llama-3) and the
-merged id of each rank (2 MB), the vocabulary keyed for lookups in place (4 MB), the table of
+An encode reads a few large tables at random: the merge table (8 MB for Llama-3), the
+vocabulary keyed for lookups in place (4 MB), the filters of both (384 KB), the table of
 whole characters and the byte-pair table (512 KB each), the pair cache and the piece cache.
 With 4 KB pages they span thousands of pages, more than the TLB holds, so many of those reads
 also walk the page tables (in a virtual machine, a walk of two levels of tables). ``advise``
@@ -15,7 +15,7 @@ Measured (process time of an encode of 300K characters, Llama-3, piece cache emp
 before the merge filter (``peek2._bpe.MergeTable``), in 6 alternating processes a side, best
 of 7 each: XNLI -7%, Chinese -9%, 6,000 XNLI sentences -5%, English unchanged. With it, two
 tokenizers in one process alternated 20 times (median of the paired ratios): XNLI, sentences
-and English -2 to -3%, Chinese -1%. Loading takes ~60 ms more (collapsing 20 MB for Llama-3).
+and English -2 to -3%, Chinese -1%. Loading takes ~60 ms more (collapsing 16-20 MB for Llama-3).
 The ids' shared int objects (``peek2._bpe.shared_ints``) gained nothing and are left alone.
 
 Nothing happens off Linux, where the kernel refuses (transparent huge pages set to "never",
