@@ -229,10 +229,14 @@ class StreamEncoder:
             text = self._utf8.decode(chunk if type(chunk) is bytes else bytes(chunk))
         else:
             raise TypeError(f"chunk must be str or bytes, not {type(chunk).__name__}")
-        out = _output_list(out)
+        if out is None:
+            out = []
+        elif type(out) is not list:
+            out = _output_list(out)  # raises TypeError
         mark = len(out)
         try:
-            self._start(out)
+            if not self._started:
+                self._start(out)
             if not text:
                 return out
             if self._plain and not self._raw and not self._may_start_token(text):
