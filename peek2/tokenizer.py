@@ -14,6 +14,7 @@ U+FFFD for invalid sequences, like the reference.
 from __future__ import annotations
 
 import os
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
@@ -23,7 +24,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2 import huge_pages
-from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable
+from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
@@ -124,6 +125,19 @@ class Tokenizer:
         self._normalizes = spec.normalizer is not None
         self._prefix_ids = list(spec.prefix_ids)
         self._suffix_ids = list(spec.suffix_ids)
+        if type(self).encode is Tokenizer.encode:  # (a subclass's own encode stays in charge)
+            # The usual call runs compiled (PlainEncode, in place of this instance's method); text
+            # where an added token may occur comes back to the method below.
+            self.__dict__["encode"] = PlainEncode(
+                self._engine,
+                self._needles,
+                self._normalized_tokens,
+                self._normalize if self._normalizes else None,
+                self._ascii_is_normal,
+                self._prefix_ids,
+                self._suffix_ids,
+                types.MethodType(Tokenizer.encode, self),
+            )
 
     # ==== Loading ====
 

@@ -89,6 +89,24 @@ def test_pickle_is_small_and_equal(data_dir: Path) -> None:
     assert again.encode("Hello there") == tok.encode("Hello there")
 
 
+def test_compiled_encode_pickles_and_gives_way_to_a_subclass(data_dir: Path) -> None:
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    tok = Tokenizer.from_file(path)
+    assert type(tok.encode).__name__ == "PlainEncode"  # the instance's compiled encode
+    again = pickle.loads(pickle.dumps(tok.encode))  # as pool.map(tok.encode, texts) sends it
+    assert len(pickle.dumps(tok.encode)) < 1000
+    for text in ("Hello there", "Hi <|eot_id|> there", "<|eot"):
+        for add in (True, False):
+            assert again(text, add) == tok.encode(text, add) == Tokenizer.encode(tok, text, add)
+            assert tok.encode(text, add, split_special_tokens=True) == Tokenizer.encode(tok, text, add, split_special_tokens=True)
+
+    class Mine(Tokenizer):
+        def encode(self, text: str, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
+            return [7]
+
+    assert Mine.from_file(path).encode("Hello") == [7]
+
+
 @pytest.mark.parametrize("bad", [None, 5, b"bytes", ["text"]])
 def test_encode_rejects_non_str(pair: tuple[Tokenizer, Reference], bad: object) -> None:
     ours, _ = pair
