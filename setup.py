@@ -16,6 +16,7 @@ HOT_MODULES = sorted(
     [
         "peek2/_bpe.py",
         "peek2/_scan.py",
+        "peek2/_stream.py",
         "peek2/_tables.py",
         "peek2/families.py",
         "peek2/pretokenizer.py",
