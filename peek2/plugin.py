@@ -22,15 +22,12 @@ against 3.29 MB/s: each ``tokenizers.Token`` costs about 0.2 us to make, and mor
 convert), and it gives every token of a text the same word index (``Encoding.word_ids``
 differ), ``pre_tokenize_str`` returns the text unsplit, and ``train_from_iterator`` learns
 from whole texts instead of pieces. The split route is faithful everywhere, so ``Peek2()``
-splits. Its cost is one ``NormalizedString`` per piece (about 1 us to slice and convert),
-more than the regex it replaces: the plugin runs at about 0.7x the original
-(``scripts/bench_plugin.py``; see docs/plugin.md).
-
-Linear time: ``NormalizedString`` slicing by character offsets walks the string from its
-start (``char_to_bytes``), so slicing every piece out of one long text is quadratic. Long
-texts are first cut in halves at piece boundaries, recursively, until a chunk has at most
-``CHUNK_CHARS`` characters, and pieces are sliced from their chunk: O(n log n) work in
-cheap native slicing, and each piece slice costs at most ``CHUNK_CHARS``.
+splits. Its cost is one ``NormalizedString`` per piece: ``peek2._plugin_cuts`` makes them with
+as few crossings as it can (native ``split`` on a space, then on the characters beside the
+remaining cuts; ``slice`` only where no character can cut, and in halves for long texts, which
+keeps it linear). Making and converting those objects still costs more than the regex they
+replace, so the plugin runs below the original's speed (``scripts/bench_plugin.py``; see
+docs/plugin.md).
 
 Serialisation: ``tokenizers`` cannot serialise a custom component. ``patch(tok)`` keeps
 the original pre-tokenizer and gives the instance its own ``to_str``, ``save`` and
@@ -43,21 +40,19 @@ cannot be saved (tokenizers raises "Custom PreTokenizer cannot be serialized"): 
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
+from peek2._plugin_cuts import CHUNK_CHARS as CHUNK_CHARS
+from peek2._plugin_cuts import cut_pieces
 from peek2.formats import hf_json
 from peek2.pretokenizer import PatternLike, resolve
 
 if TYPE_CHECKING:  # tokenizers is needed only when the plugin is used
     from tokenizers import NormalizedString, PreTokenizedString, Tokenizer
     from tokenizers.pre_tokenizers import PreTokenizer
-
-CHUNK_CHARS = 256
-"""Pieces are sliced from chunks of at most this many characters (see "Linear time")."""
 
 _PATCH_KEYS = ("_peek2_family", "_peek2_original", "_peek2_installed", "to_str", "save", "__reduce_ex__")
 
@@ -81,40 +76,13 @@ class Peek2Split:
 
     def _split(self, index: int, normalized: NormalizedString) -> list[NormalizedString]:
         text = str(normalized)
-        if len(text) <= CHUNK_CHARS:
-            # One native call per piece, no Python loop (a slice costs at most CHUNK_CHARS here).
-            return list(map(normalized.slice, self.pattern.split_offsets(text)))
-        ends = self.pattern.split_ends(text)
-        out: list[NormalizedString] = []
-        _slice_pieces(normalized, ends, 0, len(ends), 0, out)
-        return out
+        return cut_pieces(normalized, text, self.pattern.split_ends(text))
 
     def __repr__(self) -> str:
         return f"Peek2Split({self.family!r})"
 
     def __reduce__(self) -> tuple[type[Peek2Split], tuple[str]]:
         return (Peek2Split, (self.family,))
-
-
-def _slice_pieces(chunk: NormalizedString, ends: list[int], lo: int, hi: int, base: int, out: list[Any]) -> None:
-    """Append pieces ``lo..hi-1`` (piece k ends at ``ends[k]``) of ``chunk``, which starts at ``base``."""
-    stop = ends[hi - 1]
-    if hi - lo == 1:
-        out.append(chunk)  # the chunk is exactly one piece
-        return
-    if stop - base <= CHUNK_CHARS:
-        start = base if lo == 0 else ends[lo - 1]
-        offsets = list(zip([start - base, *[e - base for e in ends[lo : hi - 1]]], [e - base for e in ends[lo:hi]]))
-        out.extend(map(chunk.slice, offsets))
-        return
-    # Cut at the piece boundary nearest the middle character (at least one piece each side).
-    mid = bisect.bisect_left(ends, (base + stop) // 2, lo, hi - 1) + 1
-    mid = min(max(mid, lo + 1), hi - 1)
-    cut = ends[mid - 1]
-    left, right = chunk.slice((0, cut - base)), chunk.slice((cut - base, stop - base))
-    assert left is not None and right is not None  # None only for ranges outside the chunk
-    _slice_pieces(left, ends, lo, mid, base, out)
-    _slice_pieces(right, ends, mid, hi, cut, out)
 
 
 def Peek2(pattern: PatternLike = "llama3", *, byte_level: bool = True) -> PreTokenizer:  # noqa: N802 (a class to its users)

@@ -12,6 +12,7 @@ import copy
 import json
 import multiprocessing
 import pickle
+import random
 import time
 from pathlib import Path
 
@@ -195,6 +196,47 @@ def test_halving_keeps_offsets(data_dir: Path) -> None:
     original, patched = load(data_dir, "qwen3"), peek2.patch(load(data_dir, "qwen3"))
     text = ("caf\u00e9 \u4f60\u597d 1 " * 800) + "y" * (3 * CHUNK_CHARS) + " \u00e9\n" * 500
     same(original.encode(text), patched.encode(text))
+
+
+class CountingNormalized:
+    """A NormalizedString that records how it was cut (``split`` behaviours, ``slice`` forms)."""
+
+    def __init__(self, normalized: NormalizedString, seen: set[str]) -> None:
+        self.normalized, self.seen = normalized, seen
+
+    def split(self, char: str, behavior: str) -> list[CountingNormalized]:
+        self.seen.add(behavior)
+        return [CountingNormalized(part, self.seen) for part in self.normalized.split(char, behavior)]
+
+    def slice(self, where: int | tuple[int, int]) -> CountingNormalized:
+        self.seen.add("slice by index" if isinstance(where, int) else "slice by range")
+        part = self.normalized.slice(where)
+        assert part is not None
+        return CountingNormalized(part, self.seen)
+
+
+@pytest.mark.parametrize("family", list(peek2.PATTERNS))
+def test_random_texts_cut_like_the_regex(family: str) -> None:
+    """Random texts of characters that repeat and sit on either side of cuts (runs of spaces,
+    punctuation, marks, digits): the pieces and offsets of ``Split(Regex(pattern))``, and every
+    way of cutting (each split behaviour, both slice forms) is used."""
+    from peek2._plugin_cuts import cut_pieces
+
+    alphabet = list("  \n\r\t..,,''!?()-_1234aAzZ\u00e9\u0301\u0915\u093e\u094d\u0e01\u0e48\u4f60\u3002\u00a0\u3000")
+    regex = pre_tokenizers.Split(Regex(peek2.PATTERNS[family]), "isolated")
+    mine = pre_tokenizers.PreTokenizer.custom(Peek2Split(family))
+    pattern = peek2.pretokenizer.resolve(family)
+    rng = random.Random(family)
+    seen: set[str] = set()
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        expected = regex.pre_tokenize_str(text)
+        assert mine.pre_tokenize_str(text) == expected, text
+        pieces = cut_pieces(CountingNormalized(NormalizedString(text), seen), text, pattern.split_ends(text))
+        assert [str(piece.normalized) for piece in pieces] == [piece for piece, _ in expected], text
+    long_text = "".join(rng.choice(alphabet) for _ in range(5 * CHUNK_CHARS))  # halved first
+    assert mine.pre_tokenize_str(long_text) == regex.pre_tokenize_str(long_text)
+    assert seen == {"isolated", "merged_with_next", "merged_with_previous", "slice by index", "slice by range"}
 
 
 # ==== Serialisation ====
