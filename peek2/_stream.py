@@ -234,8 +234,10 @@ class StreamEngine:
         return (self.raw, self.text, self.started, self.rescan_at)
 
     def restore(self, state: tuple[str, str, bool, int]) -> None:
+        """Back to the state of ``snapshot`` (also after ``finish``: a prompt session finishes a copy of its text)."""
         self.raw, self.text, self.started, self.rescan_at = state
         self.nfc_memo = _NO_MEMO
+        self.finished = False
 
     def _advance(self, out: list[int], final: bool) -> None:
         """Move what is final from ``raw`` into ``text``, and encode what is final in ``text``."""

@@ -20,6 +20,16 @@ Checkpoints are kept every ``CHECKPOINT_CHARS`` characters, and more densely nea
 usually start; each is four references (the pending strings are at most a piece or so).
 No bookkeeping for the caller: the key is the text itself; the least recently used prompt is
 dropped beyond ``max_prompts``, and a prompt that extends a cached one replaces it.
+
+A server that knows what it appends (the new turn, not the whole conversation) can skip even
+the prefix comparison and the copy of the ids that ``PromptCache.encode`` returns: a
+``PromptSession`` takes the appended text and answers how many of the previous ids stay and
+which ids follow them.
+
+>>> session = tok.prompt_session()                                  # doctest: +SKIP
+>>> keep, new = session.append(system + question)                   # doctest: +SKIP
+>>> keep, new = session.append(answer + next_question)              # doctest: +SKIP
+>>> ids = ids[:keep] + new      # == tok.encode(system + question + answer + next_question)
 """
 
 from __future__ import annotations
@@ -169,3 +179,57 @@ def _checkpoint_positions(start: int, end: int) -> list[int]:
     if end > start:
         stops.add(end)  # (a repeated prompt already has its end checkpoint: no duplicates)
     return sorted(stops)
+
+
+class PromptSession:
+    """One growing prompt, encoded append by append: each ``append`` encodes only its text and the
+    unfinished piece before it.
+
+    ``append(text)`` returns ``(keep, new)``: the ids of everything appended so far are the first
+    ``keep`` ids of the previous answer followed by ``new``. The ids already final stay (the
+    streaming encoder's guarantee); ``new`` re-encodes only the pending tail (a piece, or a
+    special-token or NFC run still open) and the appended text. ``ids`` is the whole list.
+
+    >>> tok = peek2.Tokenizer.from_file("llama3.1/tokenizer.json")       # doctest: +SKIP
+    >>> session = tok.prompt_session(add_special_tokens=False)          # doctest: +SKIP
+    >>> session.append("Hello wor")                                     # doctest: +SKIP
+    (0, [9906, 4191])
+    >>> session.append("ld")            # " wor" is not final: it becomes " world"  # doctest: +SKIP
+    (1, [1917])
+
+    Not thread-safe (one session per conversation). Raises TypeError for an ``append`` of
+    something that is not a str.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, *, add_special_tokens: bool = True, split_special_tokens: bool = False) -> None:
+        plan_of(tokenizer)  # refuse a tokenizer the streaming encoder cannot handle, now
+        self._encoder = StreamEncoder(tokenizer, add_special_tokens, split_special_tokens=split_special_tokens)
+        self._final: list[int] = []  # the ids no append can change
+        self._tail: list[int] = self._finish_copy()  # finish() of the text so far (at first, the empty prompt's ids)
+        self.text_chars = 0
+        """Characters appended so far."""
+
+    def append(self, text: str) -> tuple[int, list[int]]:
+        """Append ``text``; returns ``(keep, new)``: the ids now are ``previous[:keep] + new``."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        encoder, final = self._encoder, self._final
+        keep = len(final)
+        encoder.feed(text, final)
+        self._tail = tail = self._finish_copy()
+        self.text_chars += len(text)
+        new = final[keep:]
+        new += tail
+        return keep, new
+
+    def _finish_copy(self) -> list[int]:
+        """The ids ``finish`` gives now; the session goes on from before the finish."""
+        state = self._encoder._snapshot()
+        tail = self._encoder.finish()
+        self._encoder._restore(state)
+        return tail
+
+    @property
+    def ids(self) -> list[int]:
+        """The ids of everything appended so far (a new list; before any append, the empty prompt's)."""
+        return self._final + self._tail

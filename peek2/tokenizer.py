@@ -34,7 +34,7 @@ from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 from peek2.whole_chars import whole_chars
 
 if TYPE_CHECKING:  # the serving modules are imported when first used
-    from peek2.incremental import PromptCache
+    from peek2.incremental import PromptCache, PromptSession
     from peek2.streaming import StreamDecoder, StreamEncoder
 
 DEFAULT_CACHE_SIZE = 16_384
@@ -449,6 +449,12 @@ class Tokenizer:
         from peek2.incremental import PromptCache
 
         return PromptCache(self, max_prompts, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
+
+    def prompt_session(self, *, add_special_tokens: bool = True, split_special_tokens: bool = False) -> PromptSession:
+        """A ``peek2.incremental.PromptSession``: ``append(text) -> (keep, new_ids)`` for one growing prompt."""
+        from peek2.incremental import PromptSession
+
+        return PromptSession(self, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
 
     async def async_encode(self, text: str, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
         """``encode`` without holding the event loop: see ``peek2.aio.async_encode``."""

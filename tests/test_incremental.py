@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from compliance.xnli import iter_xnli_tsv
 from conftest import fuzz_examples
 from peek2 import incremental
-from peek2.incremental import common_prefix
+from peek2.incremental import PromptSession, common_prefix
 from peek2.tokenizer import Tokenizer
 from test_streaming import build_text
 
@@ -112,3 +112,51 @@ def test_bad_input(tok: Tokenizer) -> None:
         tok.prompt_cache(max_prompts=0)
     with pytest.raises(TypeError, match="text must be str, not bytes"):
         tok.prompt_cache().encode(b"x")  # type: ignore[arg-type]
+
+
+# ==== PromptSession: appends only ====
+
+
+@settings(max_examples=fuzz_examples(150), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_session_appends_give_the_ids_of_encode(tok: Tokenizer, seed: int) -> None:
+    """Random texts appended in random cuts (inside CR LF, special tokens, digit groups,
+    contractions, NFC runs): after each append, previous[:keep] + new is encode(all so far)."""
+    rng = random.Random(seed)
+    add = rng.random() < 0.5
+    session = tok.prompt_session(add_special_tokens=add)
+    text, ids = "", []
+    for _ in range(rng.randint(1, 12)):
+        part = build_text(rng, rng.randint(0, 6))[: rng.randint(0, 30)]
+        keep, new = session.append(part)
+        text += part
+        assert 0 <= keep <= len(ids)
+        ids = ids[:keep] + new
+        assert ids == tok.encode(text, add_special_tokens=add), (text, part)
+        assert session.ids == ids
+    assert session.text_chars == len(text)
+
+
+def test_session_re_encodes_only_the_pending_tail(tok: Tokenizer, data_dir: Path) -> None:
+    """After a long prompt, appending a few characters keeps all but the last few ids: the work
+    of an append does not grow with the prompt."""
+    rows = list(iter_xnli_tsv(data_dir / "xnli", ("dev",)))[:2000]
+    prompt = "\n".join(row.premise for row in rows)
+    session = tok.prompt_session()
+    keep, new = session.append(prompt)
+    assert keep == 0 and new == tok.encode(prompt)
+    ids = new
+    for turn in (" And then", " what?", "\n\nUser: 12", "345 ok"):
+        keep, new = session.append(turn)
+        prompt += turn
+        assert keep >= len(ids) - 10 and len(new) <= 20, (keep, len(ids), new)  # the last piece or so
+        ids = ids[:keep] + new
+        assert ids == tok.encode(prompt)
+
+
+def test_session_bad_input(tok: Tokenizer) -> None:
+    session = tok.prompt_session()
+    with pytest.raises(TypeError, match="text must be str, not bytes"):
+        session.append(b"abc")  # type: ignore[arg-type]
+    assert isinstance(session, PromptSession) and session.ids == tok.encode("")
