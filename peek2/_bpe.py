@@ -672,9 +672,13 @@ class BytePairEncoder:
 
     def encode(self, text: str, out: list[int]) -> None:
         """Append the ids of ``text`` to ``out``."""
+        self.encode_range(text, 0, len(text), out)
+
+    def encode_range(self, text: str, start: i64, end: i64, out: list[int]) -> None:
+        """Append the ids of ``text[start:end]`` to ``out`` (without slicing it out)."""
         # Appended one by one, not extended from a list of the ids: no list made and freed per call.
         # Streaming XNLI in 1 KB and 64 KB chunks: estimated cycles -0.8% and -1.6% (callgrind).
-        count = self._run(text, True)
+        count = self._run(text, start, end, True)
         ids = self._take_ids()
         shared = self.shared
         for k in range(count):
@@ -686,7 +690,11 @@ class BytePairEncoder:
 
         Made at its final size (no growth: the ids are gathered in ``out_ids`` first).
         """
-        count = self._run(text, True)
+        return self.encode_list_range(text, 0, len(text), head)
+
+    def encode_list_range(self, text: str, start: i64, end: i64, head: list[int]) -> list[int]:
+        """``encode_list`` of ``text[start:end]`` (without slicing it out)."""
+        count = self._run(text, start, end, True)
         ids = self._take_ids()
         shared = self.shared
         size: i64 = len(head)
@@ -701,7 +709,7 @@ class BytePairEncoder:
 
     def count(self, text: str) -> int:
         """The number of ids ``encode`` would append, without keeping them."""
-        return self._run(text, False)
+        return self._run(text, 0, len(text), False)
 
     def _take_ids(self) -> vec[i64]:
         # The ids buffer leaves the engine while the caller's list is made: making a list may run
@@ -728,19 +736,22 @@ class BytePairEncoder:
             ids = grown
         return ids
 
-    def _run(self, text: str, keep: bool) -> i64:
-        """Encode ``text`` into ``out_ids`` if ``keep``; returns the number of ids."""
+    def _run(self, text: str, start: i64, stop: i64, keep: bool) -> i64:
+        """Encode ``text[start:stop]`` into ``out_ids`` if ``keep``; returns the number of ids."""
         stage2 = self.stage2
         max_digits: i64 = self.max_digits
         cache = self.cache
         words = self.key_words
         mask = cache.mask
         out_ids = self.out_ids
-        n: i64 = len(text)
-        if keep and len(out_ids) < n // 4:
-            out_ids = self._room(0, n // 4 + 64)  # a first guess (English 0.22 ids a character)
+        if not 0 <= start <= stop <= len(text):
+            raise IndexError(f"range {start}:{stop} outside a text of {len(text)} characters")
+        n: i64 = stop  # the scanner sees the text as ending here
+        guess: i64 = (stop - start) // 4 + 64  # a first guess (English 0.22 ids a character)
+        if keep and len(out_ids) < guess:
+            out_ids = self._room(0, guess)
         room: i64 = len(out_ids)
-        i: i64 = 0
+        i: i64 = start
         count: i64 = 0
         while i < n:
             end = piece_end(text, i, n, stage2, max_digits)
