@@ -18,14 +18,15 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   at its final size, and decoding UTF-8 chunk by chunk. Growing the list once per call and
   filling it (``out += [None] * count``) moved that time into ``list_extend``/``list_dealloc``:
   no difference in the ratios above, not kept; nor did extending ``out`` from a list made at its
-  final size (``encode_list_range``), in four alternating runs of 11.
+  final size (``encode_list_range``), in three alternating processes of each build (1 MB of
+  XNLI and Chinese, 64 KB and 1 KB chunks).
 - When ``feed``/``finish`` make the list themselves (no ``out``: ``ids += enc.feed(chunk)``), it
   is made at its final size by ``encode_list_range``, as ``encode`` makes its list, instead of
   growing id by id; and the final prefix of the pending text is encoded in place (a range, not a
   slice of it). Paired with the build before (300K characters, medians of 9, three alternating
-  processes of each build): ``ids += enc.feed(chunk)`` in 1 KB chunks, XNLI str 0.92-0.93x ->
-  0.92-0.95x the one-shot speed, Chinese UTF-8 0.85-0.87x -> 0.87-0.89x; within the noise at 64 KB
-  and for ``feed(chunk, ids)``, which still appends id by id (see above).
+  processes of each build, on a machine noisier than usual): ``ids += enc.feed(chunk)`` in 1 KB
+  str chunks of Chinese 0.81-0.83x -> 0.86-0.92x the one-shot speed; the other rows moved within
+  the noise (XNLI 1 KB 0.83-0.87x -> 0.80-0.93x).
 """
 
 from __future__ import annotations
