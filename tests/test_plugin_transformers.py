@@ -77,6 +77,8 @@ def test_call_without_offsets_is_the_standalone_engine(pair: tuple[Any, Any], te
     got = patched(texts)
     assert got.encodings is None  # the standalone path was taken
     assert dict(got) == dict(expected)
+    # made without BatchEncoding.__init__: the same object as BatchEncoding(data) makes
+    assert type(got) is type(expected) and vars(got) == vars(type(expected)(dict(got)))
     assert dict(patched(texts, add_special_tokens=False, split_special_tokens=True)) == dict(expected_plain)
     assert patched.encode(texts[0]) == expected["input_ids"][0]
     assert dict(patched(texts[1])) == {key: value[1] for key, value in expected.items()}
@@ -96,6 +98,24 @@ def test_offsets_padding_and_pairs_take_the_backend_path(pair: tuple[Any, Any], 
     assert dict(got) == dict(expected)
     assert got.word_ids(5) == expected.word_ids(5)
     assert dict(patched(texts[:30], texts[30:60], padding=True, truncation=True, max_length=48)) == dict(padded)
+    # a plain call after it turns the backend's padding and truncation off, as transformers does
+    assert patched.backend_tokenizer.padding is not None and patched.backend_tokenizer.truncation is not None
+    assert dict(patched(texts[0])) == dict(unpatched(reference, texts[0]))
+    assert patched.backend_tokenizer.padding is None and patched.backend_tokenizer.truncation is None
+    assert reference.backend_tokenizer.padding is None and reference.backend_tokenizer.truncation is None
+
+
+def test_a_subclass_reset_of_truncation_and_padding_is_called(data_dir: Path, patched_transformers: None) -> None:
+    calls: list[tuple[Any, Any]] = []
+
+    class Recording(type(AutoTokenizer.from_pretrained(str(data_dir / "tokenizers" / "llama3.1")))):  # type: ignore[misc]
+        def set_truncation_and_padding(self, padding_strategy: Any, truncation_strategy: Any, *args: Any, **kwargs: Any) -> None:
+            calls.append((padding_strategy, truncation_strategy))
+            super().set_truncation_and_padding(padding_strategy, truncation_strategy, *args, **kwargs)
+
+    tok = Recording.from_pretrained(str(data_dir / "tokenizers" / "llama3.1"))
+    assert tok("Hello world")["input_ids"] == [128000, 9906, 1917]
+    assert [(p.value, t.value) for p, t in calls] == [("do_not_pad", "do_not_truncate")]
 
 
 def test_added_tokens_and_bos_changes_are_seen(data_dir: Path, patched_transformers: None) -> None:
