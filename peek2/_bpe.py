@@ -180,19 +180,22 @@ WHOLE_NOT_BEFORE_LISTED: Final = 8 << ID_BITS  # ... before a character paired w
 WHOLE_CHARS: Final = 65_536  # WholeChars covers the code points below this (2 and 3 UTF-8 bytes)
 
 
-_SHARED_INTS: Final[list[Any]] = []
+_SHARED_INTS: Final[list[tuple[Any, ...]]] = [()]  # the one tuple, replaced when it grows
 _NO_IDS: Final[list[int]] = []  # an empty head for encode_list (never changed)
 
 
-def shared_ints(count: int) -> list[Any]:
-    """The int objects 0 .. count - 1, made once a process (one list, grown for a larger vocabulary).
+def shared_ints(count: int) -> tuple[Any, ...]:
+    """The int objects 0 .. count - 1, made once a process (one tuple, made larger for a larger vocabulary).
 
     The ids an engine returns are these objects (see the performance notes): no int is made for
-    an id, and none is freed with the list.
+    an id, and none is freed with the list. A tuple, not a list: the garbage collector stops
+    tracking a tuple of ints at its first pass, where it walks a list of 128K ints at every full
+    collection (see ``peek2.tokenizer``'s notes on collections).
     """
-    ints = _SHARED_INTS
+    ints = _SHARED_INTS[0]
     if len(ints) < count:
-        ints.extend(range(len(ints), count))
+        ints = ints + tuple(range(len(ints), count))
+        _SHARED_INTS[0] = ints
     return ints
 
 
@@ -625,7 +628,7 @@ class BytePairEncoder:
         self.cache_size: Final = cache_size
         self.cache: Final = PieceCache(cache_size)
         top = max(max(byte_ids), merges.top_id, max(whole_tokens.values(), default=0))
-        self.shared: Final[list[Any]] = shared_ints(top + 1)  # every id this engine can give
+        self.shared: Final[tuple[Any, ...]] = shared_ints(top + 1)  # every id this engine can give
         # The vocabulary's tokens keyed like the cache, so that with ignore_merges a piece that is
         # a token is found in place (a dict needs the piece sliced out and hashed first).
         tokens = PieceCache(len(whole_tokens) if ignore_merges else 0)

@@ -6,6 +6,7 @@ Loaders (``peek2.formats``) read files and validate them; the engine
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -30,13 +31,15 @@ class AddedToken:
 class TokenizerSpec:
     """A byte-level BPE tokenizer: vocabulary and merges in raw bytes, and the pipeline around them.
 
-    ``merges`` are in rank order (rank = index). ``prefix_ids``/``suffix_ids`` are what the
-    post-processor adds around a single sequence when ``add_special_tokens`` is true.
+    ``merges`` are in rank order (rank = index), kept as a tuple whatever the loader passed: a
+    tokenizer holds its spec, and the garbage collector walks a list of 280K merges at every full
+    collection, where it stops tracking a tuple of them at its first pass. ``prefix_ids``/``suffix_ids``
+    are what the post-processor adds around a single sequence when ``add_special_tokens`` is true.
     """
 
     family: str
     vocab: dict[bytes, int]
-    merges: list[tuple[bytes, bytes]]
+    merges: Sequence[tuple[bytes, bytes]]
     ignore_merges: bool = False
     added_tokens: list[AddedToken] = field(default_factory=list)
     normalizer: str | None = None
@@ -46,3 +49,7 @@ class TokenizerSpec:
     unk_token: str | None = None
     fuse_unk: bool = False
     source: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.merges, tuple):
+            object.__setattr__(self, "merges", tuple(self.merges))  # (frozen: set once, here)
