@@ -41,6 +41,11 @@ When is a piece final? The text is held in two buffers:
      run ends: ``\\s*[\\r\\n]+`` takes up to its last newline, ``\\s+(?!\\S)`` all but its last
      character). This catches Llama-3's digit groups (``\\p{N}{1,3}``) inside long numbers.
 
+  The prefix ``text[:c]`` is then encoded as the pieces of ``text`` before ``c`` (the scanner
+  sees the pending text past ``c``), not as a text of its own: the pieces of a whitespace run
+  depend on the character after it (``" \\xa0!"`` is ``" "``, ``"\\xa0"``, ``"!"``; ``" \\xa0"``
+  alone is one piece), and rule 2 may cut just after such a run.
+
 Memory bound: after every ``feed``, the pending text is what follows the last boundary rule 1
 can prove: the unfinished piece and its one character of lookahead, plus at most the few final
 pieces rule 1 cannot see (a space before a digit or punctuation); once that reaches

@@ -69,6 +69,23 @@ def test_random_histories_give_the_ids_of_encode(tok: Tokenizer, dense: None, se
         assert len(cache) <= cache.max_prompts
 
 
+def test_whitespace_then_a_long_run(tok: Tokenizer) -> None:
+    # The streaming case of test_streaming.py::test_whitespace_then_a_long_run_stays_exact, through
+    # the prompt cache and a session (both encode with a streaming encoder's state).
+    for head in (" \xa0", "\t\t", "x \xa0"):
+        for tail in ("!" * 1100, "=>" * 600):
+            text = "Hi." + head + tail
+            cache = tok.prompt_cache()
+            assert cache.encode(text) == tok.encode(text), ascii(head + tail[:4])
+            assert cache.encode(text + " more") == tok.encode(text + " more"), ascii(head + tail[:4])
+            session = tok.prompt_session()
+            ids: list[int] = []
+            for part in (text[:3], text[3:800], text[800:]):
+                keep, new = session.append(part)
+                ids = ids[:keep] + new
+            assert ids == tok.encode(text), ascii(head + tail[:4])
+
+
 def test_long_conversation_reuses_almost_everything(tok: Tokenizer, data_dir: Path) -> None:
     # A chat that grows turn by turn (real sentences, chat-template special tokens): each
     # prompt is encoded exactly, and only about the new turn is re-encoded.

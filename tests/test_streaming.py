@@ -48,9 +48,17 @@ def build_text(rng: random.Random, atoms: int = 24) -> str:
     return "".join(parts)
 
 
-def stream(tok: Tokenizer, chunks: list, add: bool = False, split: bool = False, into: bool = False) -> list[int]:
-    """The ids of ``chunks`` fed in turn: returned lists joined, or (``into``) appended to one list."""
+def stream(
+    tok: Tokenizer, chunks: list, add: bool = False, split: bool = False, into: bool = False, rescan: int = 0
+) -> list[int]:
+    """The ids of ``chunks`` fed in turn: returned lists joined, or (``into``) appended to one list.
+
+    ``rescan``: the pending length at which rule 2 (the scanner) first runs, instead of
+    ``RESCAN_MIN``, so that short texts take that path too.
+    """
     encoder = tok.stream_encoder(add, split_special_tokens=split)
+    if rescan:
+        encoder._stream.rescan_min = encoder._stream.rescan_at = rescan
     ids: list[int] = []
     if into:
         for chunk in chunks:
@@ -88,8 +96,29 @@ def test_random_cuts_give_the_ids_of_encode(tok: Tokenizer, seed: int) -> None:
     data: str | bytes = text.encode("utf-8") if rng.random() < 0.5 else text  # bytes: cuts inside characters
     points = [rng.randint(0, len(data)) for _ in range(rng.randint(0, 12))]
     into = rng.random() < 0.5
-    got = stream(tok, cut(data, points), add, split, into)
-    assert got == expected, f"{ascii(text)} cut at {sorted(points)} ({type(data).__name__}, into={into})"
+    rescan = rng.choice([0, 2, 3, 5, 8])
+    got = stream(tok, cut(data, points), add, split, into, rescan)
+    assert got == expected, f"{ascii(text)} cut at {sorted(points)} ({type(data).__name__}, into={into}, rescan={rescan})"
+
+
+def test_whitespace_then_a_long_run_stays_exact(tok: Tokenizer) -> None:
+    # A whitespace run's pieces depend on the character after it (" \xa0!" is " ", "\xa0", "!";
+    # " \xa0" alone is one piece): a prefix cut by rule 2 just after such a run must be encoded
+    # with that character in view. Found by a fuzz campaign: pieces of 1,024+ characters
+    # (RESCAN_MIN) after two whitespace characters came out as one " \xa0" token.
+    reference = Reference.from_file(tok.spec.source)  # the file tok was read from
+    heads = [" \xa0", " \t", "\t\t", "x \xa0", "\xa0\xa0\xa0", "\u3000\u3000", "a \u2009 "]
+    tails = ["!" * 1100, "." * 1500, "=>" * 600, "\u3000" * 2 + "=>" * 600]
+    for head in heads:
+        for tail in tails:
+            text = head + tail
+            expected = reference.encode(text, add_special_tokens=False).ids
+            assert tok.encode(text, False) == expected, ascii(text[:8])
+            assert stream(tok, [text]) == expected, ascii(text[:8])
+            assert stream(tok, [text[:700], text[700:]]) == expected, ascii(text[:8])
+            assert stream(tok, [text.encode("utf-8")], into=True) == expected, ascii(text[:8])
+            short = head + tail[:6]  # the same cut, made by rule 2 at once
+            assert stream(tok, [short], rescan=2) == reference.encode(short, add_special_tokens=False).ids, ascii(short)
 
 
 def test_every_single_cut(tok: Tokenizer) -> None:
