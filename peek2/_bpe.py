@@ -148,7 +148,7 @@ from typing import Any, Final
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
-from peek2._scan import piece_end
+from peek2._scan import piece_end, surrogate_error
 
 ID_BITS: Final = 20  # vocabularies up to 1,048,576 ids
 ID_MASK: Final = (1 << ID_BITS) - 1
@@ -921,12 +921,13 @@ class PlainEncode:
         normalize = self.normalize
         if normalize is not None and not (self.ascii_is_normal and text.isascii()):
             normal = normalize(text)
-        if add_special_tokens:
-            out = self.engine.encode_list(normal, self.prefix)
-            if self.suffix:
-                out.extend(self.suffix)
-            return out
-        return self.engine.encode_list(normal, _NO_IDS)
+        try:
+            out = self.engine.encode_list(normal, self.prefix if add_special_tokens else _NO_IDS)
+        except ValueError as error:  # a lone surrogate, at its index in the normalized text
+            raise surrogate_error(text, error) from None
+        if add_special_tokens and self.suffix:
+            out.extend(self.suffix)
+        return out
 
 
 BLOCK_BITS: Final = 3  # blocks of 8 pair values in _merge_blocks

@@ -196,6 +196,29 @@ def _invalid(text: str, i: i64) -> ValueError:
     )
 
 
+def first_surrogate(text: str, start: i64 = 0) -> i64:
+    """The index of the first lone surrogate in ``text[start:]``, or -1."""
+    n: i64 = len(text)
+    i: i64 = start
+    while i < n:
+        cp: i64 = ord(text[i])
+        if 0xD800 <= cp <= 0xDFFF:
+            return i
+        i += 1
+    return -1
+
+
+def surrogate_error(text: str, error: ValueError) -> ValueError:
+    """``error`` (a lone surrogate met in a part of ``text``) with the index in ``text`` itself.
+
+    The scanner raises with the index in what it was given: a segment between added tokens, a
+    normalized text, a streaming encoder's pending text. The callers that know the whole text
+    re-raise with this (an error path: the scan costs nothing otherwise).
+    """
+    i = first_surrogate(text)
+    return _invalid(text, i) if i >= 0 else error
+
+
 def piece_end(text: str, i: i64, n: i64, stage2: bytes, max_digits: i64) -> i64:
     """End of the piece starting at i (0 <= i < n); raises ValueError at a lone surrogate."""
     cp: i64 = ord(text[i])

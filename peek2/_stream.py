@@ -39,7 +39,7 @@ import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 from mypy_extensions import i64
 
 from peek2._bpe import BytePairEncoder
-from peek2._scan import final_boundary
+from peek2._scan import final_boundary, first_surrogate, surrogate_error
 from peek2.tokenizer import WHITESPACE, Tokenizer, _is_word_char
 
 LOCAL_WINDOW: Final = 64
@@ -189,15 +189,34 @@ class StreamEngine:
                 self.text = ""
                 pending += text  # the only reference: grown in place (no quadratic copies)
                 self.text = pending
-                return self._encode_final(ids, owned)
-            raw = self.raw
-            self.raw = ""
-            raw += text  # in place, as above
-            self.raw = raw
-            return self._advance(ids, owned, False)
+                ids = self._encode_final(ids, owned)
+            else:
+                raw = self.raw
+                self.raw = ""
+                raw += text  # in place, as above
+                self.raw = raw
+                ids = self._advance(ids, owned, False)
+            self._refuse_pending_surrogate(len(text))
+            return ids
+        except ValueError as error:
+            del ids[mark:]
+            if isinstance(chunk, str) and first_surrogate(chunk) >= 0:
+                raise surrogate_error(chunk, error) from None  # the index in this chunk
+            raise
         except BaseException:
             del ids[mark:]
             raise
+
+    def _refuse_pending_surrogate(self, new: int) -> None:
+        """Raise now for a lone surrogate among the last ``new`` pending characters.
+
+        The engine raises for one in the text it encodes, but the chunk's last piece waits for
+        the next chunk: without this, ``feed("a\\ud800")`` would return the ids of ``"a"`` and
+        the next call would raise. Only the chunk's characters are looked at (linear time).
+        """
+        for pending in (self.raw, self.text):
+            if first_surrogate(pending, max(0, len(pending) - new)) >= 0:
+                raise ValueError("lone surrogate")  # (feed gives it the index in the chunk)
 
     def finish(self, out: object) -> list[int]:
         if self.finished:

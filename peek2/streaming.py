@@ -97,7 +97,8 @@ class StreamEncoder:
     Raises (from ``feed``/``finish``):
         TypeError: a chunk that is not str or bytes-like; ``out`` that is not a list.
         UnicodeDecodeError (ValueError): invalid UTF-8 bytes, or ``finish`` inside a sequence.
-        ValueError: a str fed while a UTF-8 sequence from bytes is incomplete; a lone surrogate.
+        ValueError: a str fed while a UTF-8 sequence from bytes is incomplete; a lone surrogate
+            (raised by the ``feed`` of its chunk, with its index in the chunk).
         RuntimeError: ``feed`` or ``finish`` after ``finish``.
     """
 

@@ -34,6 +34,7 @@ from mypy_extensions import i64
 
 from peek2 import huge_pages
 from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
+from peek2._scan import surrogate_error
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
@@ -257,18 +258,20 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        if self._plain(text):
-            # No added token can occur: skip the segment lists (most calls, and all short texts).
-            if self._normalizes and not (self._ascii_is_normal and text.isascii()):
-                text = self._normalize(text)
-            out = self._engine.encode_list(text, self._prefix_ids if add_special_tokens else _NO_IDS)
-        else:
-            out = list(self._prefix_ids) if add_special_tokens else []
-            for segment, token_id in self._segments(text, split_special_tokens):
-                if token_id >= 0:
-                    out.append(token_id)
-                else:
-                    self._engine.encode(segment, out)
+        try:
+            if self._plain(text):
+                # No added token can occur: skip the segment lists (most calls, and all short texts).
+                normal = self._normalize(text) if self._normalizes and not (self._ascii_is_normal and text.isascii()) else text
+                out = self._engine.encode_list(normal, self._prefix_ids if add_special_tokens else _NO_IDS)
+            else:
+                out = list(self._prefix_ids) if add_special_tokens else []
+                for segment, token_id in self._segments(text, split_special_tokens):
+                    if token_id >= 0:
+                        out.append(token_id)
+                    else:
+                        self._engine.encode(segment, out)
+        except ValueError as error:  # a lone surrogate, at its index in a segment: give it in text
+            raise surrogate_error(text, error) from None
         if add_special_tokens and self._suffix_ids:
             out.extend(self._suffix_ids)
         return out
@@ -288,6 +291,12 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
+        try:
+            return self._encode_with_offsets(text, add_special_tokens, split_special_tokens)
+        except ValueError as error:  # (see encode)
+            raise surrogate_error(text, error) from None
+
+    def _encode_with_offsets(self, text: str, add_special_tokens: bool, split_special_tokens: bool) -> Encoding:
         ids: list[int] = list(self._prefix_ids) if add_special_tokens else []
         offsets: list[tuple[int, int]] = [(0, 0)] * len(ids)
         position = 0  # of the raw segment in text
@@ -344,7 +353,10 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         out: list[int] = []
-        self._engine.encode(self._normalize(text), out)
+        try:
+            self._engine.encode(self._normalize(text), out)
+        except ValueError as error:  # (see encode)
+            raise surrogate_error(text, error) from None
         return out
 
     def encode_batch(
@@ -360,8 +372,11 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         total = len(self.spec.prefix_ids) + len(self.spec.suffix_ids) if add_special_tokens else 0
-        for segment, token_id in self._segments(text, split_special_tokens):
-            total += 1 if token_id >= 0 else self._engine.count(segment)
+        try:
+            for segment, token_id in self._segments(text, split_special_tokens):
+                total += 1 if token_id >= 0 else self._engine.count(segment)
+        except ValueError as error:  # (see encode)
+            raise surrogate_error(text, error) from None
         return total
 
     def _segments(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:

@@ -271,11 +271,15 @@ def test_feed_into_a_list(tok: Tokenizer) -> None:
         encoder.feed("\ud800 and more text", ids)
     assert ids == [7, 8]  # not even the prefix ids
     encoder = tok.stream_encoder(add_special_tokens=True)
-    encoder.feed("x \ud800")  # held back: no boundary after the surrogate yet
     ids = [7, 8]
-    with pytest.raises(ValueError, match="lone surrogate"):
-        encoder.finish(ids)
+    with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 2"):
+        encoder.feed("x \ud800", ids)  # refused by the feed of its chunk, though its piece is not final yet
     assert ids == [7, 8]
+    with pytest.raises(ValueError, match="lone surrogate"):
+        encoder.finish(ids)  # and after it
+    assert ids == [7, 8]
+    with pytest.raises(ValueError, match="lone surrogate U\\+DC00 at index 3"):
+        tok.stream_encoder().feed("\u4f60\u597d\u3002\udc00")  # (non-ASCII chunk, NFC for Qwen)
     for out in ((), bytearray(), "ids", 3):
         with pytest.raises(TypeError, match="out must be a list"):
             tok.stream_encoder().feed("x", out)  # type: ignore[arg-type]
