@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from peek2._scan import surrogate_error
 from peek2.streaming import StreamDecoder, StreamEncoder
 
 if TYPE_CHECKING:
@@ -63,10 +64,13 @@ async def async_encode(
         return tok.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
     encoder = StreamEncoder(tok, add_special_tokens, split_special_tokens=split_special_tokens)
     ids: list[int] = []
-    for start in range(0, len(text), chunk_chars):
-        encoder.feed(text[start : start + chunk_chars], ids)
-        await asyncio.sleep(0)
-    return encoder.finish(ids)
+    try:
+        for start in range(0, len(text), chunk_chars):
+            encoder.feed(text[start : start + chunk_chars], ids)
+            await asyncio.sleep(0)
+        return encoder.finish(ids)
+    except ValueError as error:  # a lone surrogate, at its index in a slice: give it in text
+        raise surrogate_error(text, error) from None
 
 
 async def async_encode_batch(

@@ -110,5 +110,7 @@ def test_bad_input(tok: Tokenizer) -> None:
             await tok.async_decode("12")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="chunk_chars must be an int >= 1"):
             await aio.async_encode(tok, "x", chunk_chars=0)
+        with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 70000"):  # in text, not a slice
+            await tok.async_encode("x" * 70_000 + "\ud800")
 
     asyncio.run(main())
