@@ -225,6 +225,27 @@ def test_lstrip_rstrip_single_word_tokens(data_dir: Path) -> None:
         assert stream(tok, cut(text, points)) == expected, f"{ascii(text)} cut at {sorted(points)}"
 
 
+def test_many_added_tokens_with_different_first_characters(data_dir: Path) -> None:
+    # More first characters than the per-chunk search takes one by one (a set is used past 32).
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    firsts = "abcdefghijklmnopqrstuvwxyz\u00e9\u4e2d\u03a9\U0001f600!#%&*+;=?@"
+    contents = [f"{first}{first}Z" for first in firsts]
+    for k, content in enumerate(contents):
+        spec["added_tokens"].append({"id": 128256 + k, "content": content, "single_word": False, "lstrip": False,
+                                     "rstrip": False, "normalized": False, "special": True})
+    json_text = json.dumps(spec)
+    tok, reference = Tokenizer.from_str(json_text), Reference.from_str(json_text)
+    assert len(streaming.plan_of(tok).first_text) > 32
+    rng = random.Random(7)
+    atoms = [*contents, *(c[:2] for c in contents), *firsts, " ", "\n", "Z", "x1"]
+    for _ in range(1500):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 12)))
+        expected = reference.encode(text, add_special_tokens=False).ids
+        data: str | bytes = text.encode("utf-8") if rng.random() < 0.5 else text
+        points = [rng.randint(0, len(data)) for _ in range(rng.randint(0, 6))]
+        assert stream(tok, cut(data, points)) == expected, f"{ascii(text)} cut at {sorted(points)}"
+
+
 def test_normalized_added_tokens_are_refused(tok: Tokenizer) -> None:
     # None of the shipped models has one: a copy of the tokenizer with one such token.
     normalized = object.__new__(Tokenizer)  # copy.copy would reload it from its file (__reduce__)
