@@ -278,6 +278,16 @@ def test_encoder_errors(tok: Tokenizer) -> None:
         encoder.finish()
 
 
+def test_bytearray_and_memoryview_chunks(tok: Tokenizer) -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        text = build_text(rng)
+        data = text.encode("utf-8")
+        points = [rng.randint(0, len(data)) for _ in range(rng.randint(0, 8))]
+        chunks = [rng.choice((bytes, bytearray, memoryview))(chunk) for chunk in cut(data, points)]
+        assert stream(tok, chunks) == tok.encode(text, False), f"{ascii(text)} cut at {sorted(points)}"
+
+
 def test_feed_into_a_list(tok: Tokenizer) -> None:
     # ids appended after what the caller's list holds; nothing appended by a call that raises
     ids = [7, 8]
