@@ -54,7 +54,9 @@ from mypy_extensions import i64
 
 from peek2._bpe import BytePairEncoder
 from peek2._scan import final_boundary, first_surrogate, surrogate_error
-from peek2.tokenizer import WHITESPACE, Tokenizer, _is_word_char
+from peek2.added_tokens import WHITESPACE
+from peek2.added_tokens import is_word_char as _is_word_char
+from peek2.tokenizer import Tokenizer
 
 _UTF8_DECODE: Final = utf_8_decode  # (a Final is a C static: no lookup in the module's dict per chunk)
 

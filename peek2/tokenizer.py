@@ -27,7 +27,6 @@ import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
 from librt.vecs import vec
 from mypy_extensions import i64
@@ -35,6 +34,8 @@ from mypy_extensions import i64
 from peek2 import huge_pages
 from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
 from peek2._scan import surrogate_error
+from peek2.added_tokens import AddedTokenMatcher
+from peek2.added_tokens import AddedTokenMatcher as _AddedTokenMatcher  # noqa: F401  (tests)
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
@@ -58,10 +59,6 @@ one int object per vocabulary id (4 MB for Llama-3), shared by every tokenizer.
 
 _NO_IDS: list[int] = []  # an empty head for encode_list, which does not change it
 
-WHITESPACE = frozenset(
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
 
 
 @dataclass(frozen=True)
@@ -124,8 +121,8 @@ class Tokenizer:
             whole_chars(spec, merges, byte_ids),
         )
         huge_pages.advise(self._engine.tables())
-        self._raw_matcher = _AddedTokenMatcher([t for t in self._added if not t.normalized], lambda s: s)
-        self._normalized_matcher = _AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
+        self._raw_matcher = AddedTokenMatcher([t for t in self._added if not t.normalized])
+        self._normalized_matcher = AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
         # One of these occurs wherever an added token starts, raw or normalized (a superset is
         # safe): "<|", not "<", for Llama-3 and Qwen, so source code's "<" costs no matcher call.
         needles = self._raw_matcher.needles | self._normalized_matcher.needles | {t.content[:2] for t in self._added if t.content}
@@ -522,85 +519,6 @@ def _rebuild(source: tuple, cache_size: int) -> Tokenizer:  # type: ignore[type-
     if kind == "tiktoken":
         return Tokenizer.from_tiktoken(source[1], pattern=source[2], special_tokens=dict(source[3]), cache_size=cache_size)
     raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
-
-
-class _AddedTokenMatcher:
-    """Finds added tokens in text: leftmost-longest, non-overlapping, like the reference's Aho-Corasick."""
-
-    def __init__(self, tokens: list[AddedToken], normalize: object) -> None:
-        # Contents by their first two characters, as the lengths to try (longest first), so that
-        # a "<" in source code costs one dict lookup, not a startswith per Llama-3 special token.
-        self.by_content: dict[str, AddedToken] = {}
-        self.lengths: dict[str, list[int]] = {}
-        for token in tokens:
-            content = normalize(token.content) if callable(normalize) else token.content
-            if content and content not in self.by_content:  # the first of equal contents wins
-                self.by_content[content] = token
-                lengths = self.lengths.setdefault(content[:2], [])
-                if len(content) not in lengths:
-                    lengths.append(len(content))
-        for lengths in self.lengths.values():
-            lengths.sort(reverse=True)
-        self.first_chars = sorted({content[0] for content in self.by_content})
-        # The first two characters of each content (the content if it has one): a match starts
-        # at an occurrence of one of them, and str.find looks for them in C.
-        self.needles = frozenset(content[:2] for content in self.by_content)
-
-    def split(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
-        if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):
-            return [(text, -1)] if text else []
-        out: list[tuple[str, int]] = []
-        done = 0  # end of what is already in ``out``
-        at = 0
-        n = len(text)
-        while at < n:
-            hit = self._find(text, at)
-            if hit is None:
-                break
-            start, content, token = hit
-            stop = start + len(content)
-            at = stop  # matches never overlap, even a discarded one (as the reference iterates)
-            if split_special_tokens and token.special:
-                continue
-            if token.single_word and (
-                (start > 0 and _is_word_char(text[start - 1])) or (stop < n and _is_word_char(text[stop]))
-            ):
-                continue
-            if token.lstrip:
-                while start > done and text[start - 1] in WHITESPACE:
-                    start -= 1
-            if token.rstrip:
-                while stop < n and text[stop] in WHITESPACE:
-                    stop += 1
-                at = stop
-            if done < start:
-                out.append((text[done:start], -1))
-            out.append((text[start:stop], token.id))
-            done = stop
-        if done < n:
-            out.append((text[done:], -1))
-        return out
-
-    def _find(self, text: str, at: int) -> tuple[int, str, AddedToken] | None:
-        """The leftmost match at or after ``at``; the longest among those starting there."""
-        while True:
-            positions = [p for p in (text.find(needle, at) for needle in self.needles) if p >= 0]
-            if not positions:
-                return None
-            start = min(positions)
-            for key in (text[start : start + 2], text[start]):  # two-character contents and longer, then one
-                for length in self.lengths.get(key, ()):
-                    content = text[start : start + length]
-                    token = self.by_content.get(content)
-                    if token is not None:
-                        return start, content, token
-            at = start + 1
-
-
-def _is_word_char(char: str) -> bool:
-    # Rust regex \w: alphabetic, marks, decimal digits, connector punctuation, joiners.
-    category: str = unicodedata2.category(char)
-    return category[0] in "LM" or category in ("Nd", "Nl", "Pc") or char in "\u200c\u200d"
 
 
 def _normalizer(name: str | None) -> Callable[[str], str]:
