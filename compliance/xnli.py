@@ -135,7 +135,7 @@ def tokenizer_check(path: str) -> Check:
             if expected != got:
                 return len(expected), f"add_special_tokens={add} {text!r}\n{first_mismatch(expected, got)}"
             ids = expected
-        decoded, expected_text = ours.decode(ids), reference.decode(ids, skip_special_tokens=False)
+        decoded, expected_text = ours.decode(ids, skip_special_tokens=False), reference.decode(ids, skip_special_tokens=False)
         if decoded != expected_text or decoded != ours.normalize(text):
             return len(ids), f"decode {text!r}: reference {expected_text!r}, peek2 {decoded!r}"
         return len(ids), None

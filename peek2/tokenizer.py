@@ -22,10 +22,14 @@ holds no tracked container of more than 10,000 items.
 
 from __future__ import annotations
 
+import hashlib
+import operator
 import os
+import pickle
+import threading
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, SupportsIndex
 
 
 from librt.vecs import vec
@@ -86,6 +90,9 @@ class Tokenizer:
         self.family = spec.family
         self.pattern = Peek2Pattern(spec.family)
         self._source = _source
+        loaded = os.path.abspath(spec.source) if _source and spec.source and os.path.isfile(spec.source) else ""
+        self._loaded_file: tuple[str, tuple[int, int]] = (loaded, _file_stamp(loaded) if loaded else (-1, -1))
+        self._digest: str | None = None
         vocab = spec.vocab
         max_id = max([*vocab.values(), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
         if max_id >= 1 << ID_BITS:
@@ -103,6 +110,7 @@ class Tokenizer:
                 self._special_ids.add(added.id)
         # A tuple: the garbage collector stops tracking it at its first pass (module notes).
         self._id_bytes: tuple[bytes | None, ...] = tuple(id_bytes)
+        self._id_bytes_skipping: tuple[bytes | None, ...] | None = None  # made by the first decode that skips
         self._normalize: Callable[[str], str] = _normalizer(spec.normalizer)
         self._normalize_aligned: Callable[[str], tuple[str, list[int]]] = (
             nfc_aligned if spec.normalizer == "NFC" else lambda text: (text, list(range(len(text))))
@@ -162,7 +170,7 @@ class Tokenizer:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         spec = hf_json.load_file(path)
-        return cls(spec, cache_size=cache_size, _source=("file", os.fspath(path)))
+        return cls(spec, cache_size=cache_size, _source=("file", os.path.abspath(path)))
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
@@ -181,7 +189,9 @@ class Tokenizer:
         name = os.fspath(name_or_dir)
         if name in models.MODELS or os.path.exists(name):
             source = models.resolve_model(name)
-            return cls(source.load(), cache_size=cache_size, _source=("pretrained", name))
+            # A path is kept absolute; a model's name stays a name (resolved again where unpickled).
+            kept = name if name in models.MODELS else os.path.abspath(name)
+            return cls(source.load(), cache_size=cache_size, _source=("pretrained", kept))
         if name.count("/") != 1:
             raise ValueError(
                 f"{name!r} is not a named model ({', '.join(models.MODELS)}), an existing path, "
@@ -230,7 +240,7 @@ class Tokenizer:
             added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in specials.items()],
             source=os.fspath(path),
         )
-        source = ("tiktoken", os.fspath(path), family, tuple(sorted(specials.items())))
+        source = ("tiktoken", os.path.abspath(path), family, tuple(sorted(specials.items())))
         return cls(spec, cache_size=cache_size, _source=source)
 
     @classmethod
@@ -395,34 +405,53 @@ class Tokenizer:
 
     # ==== Decoding ====
 
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+    def decode(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> str:
         """The text of ``ids``, as ``tokenizers.Tokenizer.decode``; invalid UTF-8 becomes U+FFFD.
 
+        Special tokens are left out unless ``skip_special_tokens=False`` (the reference's default).
+        Ids may be any integers with ``__index__``: Python ints, NumPy integers and arrays.
+
+        >>> tok.decode([128000, 9906, 1917])  # doctest: +SKIP
+        'Hello world'
+
         Raises:
-            TypeError: ``ids`` is not a sequence of int.
+            TypeError: ``ids`` is not a sequence of integers.
             ValueError: an id is negative or not in the vocabulary.
         """
         return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", errors="replace")
 
-    def decode_bytes(self, ids: Sequence[int], skip_special_tokens: bool = False) -> bytes:
+    def decode_bytes(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> bytes:
         """The bytes of ``ids`` (no UTF-8 decoding)."""
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
-        table = self._id_bytes
-        special = self._special_ids
-        parts: list[bytes] = []
-        for token_id in ids:
-            if not isinstance(token_id, int) or isinstance(token_id, bool):
-                raise TypeError(f"ids must be int, not {type(token_id).__name__} ({token_id!r})")
-            data = table[token_id] if 0 <= token_id < len(table) else None
-            if data is None:
-                raise ValueError(f"token id {token_id} is not in the vocabulary (0..{len(table) - 1})")
-            if skip_special_tokens and token_id in special:
-                continue
-            parts.append(data)
-        return b"".join(parts)
+        values: list[Any] = getattr(ids, "tolist")() if _is_array(ids) else ids if type(ids) is list else list(ids)
+        table = self._decode_table(skip_special_tokens)
+        try:
+            # Indexing takes any __index__ integer; a negative one would index from the end.
+            if not values or min(values) >= 0:
+                return b"".join([table[token_id] for token_id in values])
+        except (TypeError, IndexError):
+            pass
+        for token_id in values:  # name the first id that is wrong
+            if not hasattr(type(token_id), "__index__"):
+                raise TypeError(f"ids must be integers, not {type(token_id).__name__} ({token_id!r})")
+            index = operator.index(token_id)
+            if not 0 <= index < len(table) or table[index] is None:
+                raise ValueError(f"token id {index} is not in the vocabulary (0..{len(table) - 1})")
+        raise AssertionError("unreachable: every id was valid")
 
-    def decode_batch(self, batch: Iterable[Sequence[int]], skip_special_tokens: bool = False) -> list[str]:
+    def _decode_table(self, skip_special_tokens: bool) -> tuple[bytes | None, ...]:
+        """The bytes of each id (None where there is no token), special tokens empty when skipped."""
+        if not skip_special_tokens:
+            return self._id_bytes
+        if self._id_bytes_skipping is None:
+            table = list(self._id_bytes)
+            for token_id in self._special_ids:
+                table[token_id] = b""
+            self._id_bytes_skipping = tuple(table)
+        return self._id_bytes_skipping
+
+    def decode_batch(self, batch: Iterable[Iterable[SupportsIndex]], skip_special_tokens: bool = True) -> list[str]:
         """``[decode(ids) for ids in batch]``."""
         return [self.decode(ids, skip_special_tokens) for ids in batch]
 
@@ -493,32 +522,71 @@ class Tokenizer:
 
         return await aio.async_encode_batch(self, texts, add_special_tokens, split_special_tokens=split_special_tokens)
 
-    async def async_decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+    async def async_decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         """``decode`` without holding the event loop: see ``peek2.aio.async_decode``."""
         from peek2 import aio
 
         return await aio.async_decode(self, ids, skip_special_tokens)
 
     # ==== Pickling: by source, not by vocabulary ====
+    # A pickle holds the absolute path of the file read (or the model's name) and the sha256 of its
+    # content: unpickled in another working directory it finds the same file, and a file changed on
+    # disk since is refused instead of loading silently as another vocabulary. The file's size and
+    # mtime at load are checked when pickling, so a change between load and pickle is refused too.
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         if not self._source:
             raise TypeError("this Tokenizer was built from a spec in memory: pickle needs one loaded from a file")
-        return (_rebuild, (self._source, self._engine.cache_size))
+        return (_rebuild, (self._source, self._engine.cache_size, self._content_digest()))
+
+    def _content_digest(self) -> str:
+        """sha256 of the file this tokenizer was read from (computed once, at the first pickle)."""
+        if self._digest is None:
+            path, stamp = self._loaded_file
+            if path and _file_stamp(path) != stamp:
+                raise pickle.PicklingError(f"cannot pickle this Tokenizer: {path} changed on disk since it was loaded")
+            self._digest = _file_digest(path) if path else ""
+        return self._digest
 
     def __repr__(self) -> str:
         return f"Tokenizer(family={self.family!r}, vocab_size={self.vocab_size}, source={self.spec.source!r})"
 
 
-def _rebuild(source: tuple, cache_size: int) -> Tokenizer:  # type: ignore[type-arg]
+def _rebuild(source: tuple, cache_size: int, digest: str = "") -> Tokenizer:  # type: ignore[type-arg]
     kind = source[0]
     if kind == "file":
-        return Tokenizer.from_file(source[1], cache_size=cache_size)
-    if kind == "pretrained":
-        return Tokenizer.from_pretrained(source[1], cache_size=cache_size)
-    if kind == "tiktoken":
-        return Tokenizer.from_tiktoken(source[1], pattern=source[2], special_tokens=dict(source[3]), cache_size=cache_size)
-    raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
+        tokenizer = Tokenizer.from_file(source[1], cache_size=cache_size)
+    elif kind == "pretrained":
+        tokenizer = Tokenizer.from_pretrained(source[1], cache_size=cache_size)
+    elif kind == "tiktoken":
+        tokenizer = Tokenizer.from_tiktoken(source[1], pattern=source[2], special_tokens=dict(source[3]), cache_size=cache_size)
+    else:
+        raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
+    if digest and tokenizer._content_digest() != digest:
+        raise TokenizerFormatError(
+            f"cannot unpickle the Tokenizer of {source[1]!r}: its file {tokenizer._loaded_file[0]} has changed "
+            f"since it was pickled (sha256 {tokenizer._content_digest()[:12]}..., pickled {digest[:12]}...)"
+        )
+    return tokenizer
+
+
+def _file_stamp(path: str) -> tuple[int, int]:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (status.st_size, status.st_mtime_ns)
+
+
+def _file_digest(path: str) -> str:
+    try:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError as error:
+        raise pickle.PicklingError(f"cannot pickle this Tokenizer: {path} cannot be read: {error.strerror or error}") from None
 
 
 def _normalizer(name: str | None) -> Callable[[str], str]:
@@ -527,6 +595,11 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
     if name == "NFC":
         return nfc
     raise NotImplementedError(f"normalizer {name!r} is not supported")
+
+
+def _is_array(ids: object) -> bool:
+    """A NumPy array (or anything with ``tolist``), turned into Python ints in one C call."""
+    return hasattr(ids, "tolist") and hasattr(ids, "dtype")
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -566,14 +639,22 @@ def _merge_table(spec: TokenizerSpec) -> MergeTable:
 
 
 _NAMED: dict[str, Tokenizer] = {}
+_NAMED_LOCK = threading.Lock()
+os.register_at_fork(after_in_child=lambda: globals().update(_NAMED_LOCK=threading.Lock()))  # a fork mid-load
 
 
 def named(model: str) -> Tokenizer:
-    """The Tokenizer of a named model (or tokenizer.json path), loaded once per process."""
+    """The Tokenizer of a named model (or tokenizer.json path), loaded once per process.
+
+    Threads that ask for a model being loaded wait for that load instead of loading it again.
+    """
     tokenizer = _NAMED.get(model)
     if tokenizer is None:
-        tokenizer = Tokenizer.from_pretrained(model)
-        _NAMED[model] = tokenizer
+        with _NAMED_LOCK:
+            tokenizer = _NAMED.get(model)
+            if tokenizer is None:
+                tokenizer = Tokenizer.from_pretrained(model)
+                _NAMED[model] = tokenizer
     return tokenizer
 
 
@@ -586,7 +667,7 @@ def encode(text: str, model: str = "llama3", add_special_tokens: bool = True, *,
     return named(model).encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
 
 
-def decode(ids: Sequence[int], model: str = "llama3", skip_special_tokens: bool = False) -> str:
+def decode(ids: Iterable[SupportsIndex], model: str = "llama3", skip_special_tokens: bool = True) -> str:
     """``Tokenizer.from_pretrained(model).decode(ids, ...)``, with the tokenizer kept for later calls."""
     return named(model).decode(ids, skip_special_tokens)
 

@@ -121,3 +121,78 @@ def test_encode_of_zalgo_text_linear(qwen3_files: tuple[Tokenizer, tokenizers.To
     assert tok.encode(text) == expected.ids
     assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
     assert growth(zalgo, tok.encode, 20_000) < 6
+
+
+@pytest.fixture(scope="module")
+def llama(data_dir: Path) -> tuple[Tokenizer, tokenizers.Tokenizer]:
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    return Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+
+
+def test_decode_defaults_and_integer_types_as_tokenizers(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """Item 6: decode skipped special tokens only when asked (tokenizers skips them by default),
+    and refused NumPy ids; every integer type that tokenizers takes is taken, and nothing else."""
+    import numpy as np
+
+    tok, ref = llama
+    ids = tok.encode("Hello world, <|eot_id|> done") + [128009]
+    assert tok.decode(ids) == ref.decode(ids)
+    assert tok.decode(ids, skip_special_tokens=False) == ref.decode(ids, skip_special_tokens=False)
+    assert tok.decode_batch([ids, ids[:3]]) == ref.decode_batch([ids, ids[:3]])
+    for form in (np.array(ids), np.array(ids, dtype=np.uint32), [np.int64(i) for i in ids], tuple(ids), [True, 9906], range(9906, 9910)):
+        assert tok.decode(form) == ref.decode(form), form  # type: ignore[arg-type]
+    for bad, error in (([9906.0], TypeError), (["9906"], TypeError), ([-1], ValueError), ([10**12], ValueError), ([None], TypeError)):
+        with pytest.raises(error):
+            tok.decode(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tok.decode("9906")  # type: ignore[arg-type]
+
+
+def test_pickle_holds_absolute_path_and_content(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 7: a pickled Tokenizer stored the path as given (a relative path broke in another working
+    directory) and a file changed on disk loaded silently as another vocabulary."""
+    import pickle
+    import shutil
+
+    from peek2.spec import TokenizerFormatError
+
+    shutil.copy(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json", tmp_path / "tokenizer.json")
+    monkeypatch.chdir(tmp_path)
+    tok = Tokenizer.from_file("tokenizer.json")
+    blob = pickle.dumps(tok)
+    monkeypatch.chdir(data_dir)
+    assert pickle.loads(blob).encode("Hello <|eot_id|>") == tok.encode("Hello <|eot_id|>")
+    spec = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["model"]["vocab"]["Hello"], spec["model"]["vocab"]["ĠHello"] = spec["model"]["vocab"]["ĠHello"], spec["model"]["vocab"]["Hello"]
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match="changed since it was pickled"):
+        pickle.loads(blob)
+    fresh = Tokenizer.from_file(tmp_path / "tokenizer.json")
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec) + " ", encoding="utf-8")
+    with pytest.raises(pickle.PicklingError, match="changed on disk since it was loaded"):
+        pickle.dumps(fresh)
+
+
+def test_named_model_loaded_once_from_many_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 9: the first call of a named model from 8 threads at once loaded it 8 times."""
+    import threading
+
+    import peek2.tokenizer as facade
+
+    loads: list[str] = []
+    original = Tokenizer.from_pretrained.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Tokenizer], name: str, **kwargs: object) -> Tokenizer:
+        loads.append(name)
+        return original(cls, name, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Tokenizer, "from_pretrained", classmethod(counting))
+    monkeypatch.setattr(facade, "_NAMED", {})
+    results: list[list[int]] = []
+    threads = [threading.Thread(target=lambda: results.append(facade.encode("Hello world", "llama3"))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert loads == ["llama3"]
+    assert results == [[9906, 1917]] * 8
