@@ -314,6 +314,7 @@ class StreamEngine:
             if end <= limit:
                 if token_id >= 0:
                     out = self._flush(out, owned)  # the open segment ends at an added token
+                    owned = False  # out is now this call's own list: append to it, never copy it again
                     out.append(token_id)
                 else:
                     self._append(normalize(segment))

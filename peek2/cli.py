@@ -1,39 +1,169 @@
 """The ``peek2`` command line: encode, decode and split text with a named model or a tokenizer.json.
 
-    peek2 encode [--model NAME | --tokenizer PATH] [--json] [FILE|-]
-    peek2 decode [--model NAME | --tokenizer PATH] [FILE|-]      (ids separated by white space or JSON)
+    peek2 encode [--model NAME | --tokenizer PATH] [--json] [--no-special] [FILE|-]
+    peek2 decode [--model NAME | --tokenizer PATH] [--keep-special-tokens] [--exact] [FILE|-]
     peek2 split  [--pattern FAMILY] [--offsets] [FILE|-]
     peek2 --version
+
+Input and output are UTF-8 (bytes are read as they are: no newline translation). ``encode``
+and ``decode`` read, convert and write in blocks of ``BLOCK`` bytes through the streaming
+encoder and decoder (``peek2.streaming``), whose output equals that of one call on the whole
+input for any cut: memory stays flat whatever the size of the input, except for the pending
+text of a single piece that has not ended (a run of one character, see docs/serving.md).
+
+Exit status (one line ``peek2: ...`` on stderr, never a traceback):
+    0    success
+    1    the output cannot be written (disk full, ...)
+    2    bad usage or input: unknown model, unreadable or malformed tokenizer file, input that
+         is not UTF-8 (the message gives the line and byte offset), ids that are not ids
+    130  interrupted (Ctrl-C)
+A closed output pipe (``peek2 encode big.txt | head``) ends quietly, as ``cat`` does (141).
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
+import os
+import re
 import sys
-from typing import Iterator
+from typing import IO, Iterable, Iterator
 
 import peek2
 from peek2.tokenizer import Tokenizer
 
-CHUNK = 1 << 20  # characters per progress step on large inputs
-PROGRESS_MIN = 4 * CHUNK
+BLOCK = 1 << 20
+"""Bytes read, converted and written at a time."""
+PROGRESS_MIN = 4 * BLOCK
+"""Inputs at least this large show a progress bar when stderr is a terminal."""
 
 
 class CliError(Exception):
     """A user error: printed as ``peek2: message`` with exit status 2."""
 
 
-def _read_text(path: str) -> str:
+class OutputError(Exception):
+    """The output cannot be written: printed as ``peek2: message`` with exit status 1."""
+
+
+# ==== Input ====
+
+
+def _open_input(path: str) -> IO[bytes]:
     if path == "-":
-        return sys.stdin.read()
+        return sys.stdin.buffer
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            return handle.read()
+        return open(path, "rb")
     except OSError as error:
         raise CliError(f"cannot read {path!r}: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise CliError(f"{path!r} is not UTF-8 text: {error}") from None
+
+
+def _input_size(handle: IO[bytes]) -> int | None:
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError):
+        return None
+    return size or None  # a pipe or terminal says 0
+
+
+def _read_blocks(path: str, progress: _Progress | None = None) -> Iterator[str]:
+    """The UTF-8 text of ``path`` (``-``: standard input) in blocks; CliError names the first
+    invalid byte by line and byte offset."""
+    name = "standard input" if path == "-" else repr(path)
+    handle = _open_input(path)
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    offset = 0  # bytes before the current block
+    lines = 1  # line of the current block's first byte
+    try:
+        while True:
+            try:
+                data = handle.read(BLOCK)
+            except OSError as error:
+                raise CliError(f"cannot read {name}: {error.strerror or error}") from None
+            held = len(decoder.getstate()[0])  # bytes of a character begun in the previous block
+            try:
+                text = decoder.decode(data, final=not data)
+            except UnicodeDecodeError as error:  # error.object: the held bytes, then data
+                line = lines + error.object.count(b"\n", 0, error.start)
+                raise CliError(
+                    f"{name} is not UTF-8 text: invalid byte 0x{error.object[error.start]:02X} at line {line}, "
+                    f"byte offset {offset - held + error.start}"
+                ) from None
+            if progress is not None:
+                progress.update(len(data))
+            if text:
+                yield text
+            if not data:
+                return
+            offset += len(data)
+            lines += data.count(b"\n")
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+def _read_text(path: str) -> str:
+    return "".join(_read_blocks(path))
+
+
+# ==== Output ====
+
+
+class _Output:
+    """Standard output, whose write errors (disk full) become OutputError; a closed pipe passes."""
+
+    def __init__(self) -> None:
+        self.stream = sys.stdout
+
+    def write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"cannot write the output: {error.strerror or error}") from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"cannot write the output: {error.strerror or error}") from None
+
+
+class _Progress:
+    """A tqdm bar of bytes read, on a terminal and for large inputs only."""
+
+    def __init__(self, path: str) -> None:
+        self.bar = None
+        if not sys.stderr.isatty():
+            return
+        size = None
+        if path != "-":
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                return
+        else:
+            size = _input_size(sys.stdin.buffer)
+        if size is None or size < PROGRESS_MIN:
+            return
+        from tqdm import tqdm  # type: ignore[import-untyped]
+
+        self.bar = tqdm(total=size, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False)
+
+    def update(self, count: int) -> None:
+        if self.bar is not None:
+            self.bar.update(count)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ==== Commands ====
 
 
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
@@ -43,71 +173,126 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
         return Tokenizer.from_pretrained(args.model)
     except FileNotFoundError as error:
         raise CliError(f"tokenizer file not found: {error.filename or error}") from None
+    except OSError as error:  # a folder, no permission, ...
+        raise CliError(f"cannot read the tokenizer {error.filename or args.tokenizer!r}: {error.strerror or error}") from None
     except (LookupError, ValueError, NotImplementedError) as error:
         raise CliError(str(error)) from None
 
 
-def _chunks(text: str) -> Iterator[str]:
-    """Cuts of ``text`` that encode independently: just after a newline that precedes a letter or digit.
-
-    No piece of any family spans such a boundary (whitespace and punctuation pieces end at the
-    last newline before a non-space; a word or number never starts with a newline), and no
-    added token of the supported models contains a newline.
-    """
-    start = 0
-    while len(text) - start > CHUNK:
-        cut = text.find("\n", start + CHUNK)
-        while cut >= 0 and not (cut + 1 < len(text) and text[cut + 1].isalnum()):
-            cut = text.find("\n", cut + 1)
-        if cut < 0:
-            break
-        yield text[start : cut + 1]
-        start = cut + 1
-    yield text[start:]
-
-
-def _encode(args: argparse.Namespace) -> int:
+def _encode(args: argparse.Namespace, out: _Output) -> int:
     tokenizer = _tokenizer(args)
-    text = _read_text(args.file)
-    show = len(text) >= PROGRESS_MIN and sys.stderr.isatty()
-    special = not args.no_special
-    ids: list[int] = list(tokenizer.spec.prefix_ids) if special else []
-    done = 0
-    for chunk in _chunks(text):
-        ids.extend(tokenizer.encode(chunk, add_special_tokens=False))
-        done += len(chunk)
-        if show:
-            filled = 40 * done // len(text)
-            print(f"\r[{'#' * filled}{' ' * (40 - filled)}] {100 * done // len(text):3d}%", end="", file=sys.stderr)
-    if show:
-        print(file=sys.stderr)
-    if special:
-        ids.extend(tokenizer.spec.suffix_ids)
-    sys.stdout.write((json.dumps(ids) if args.json else " ".join(map(str, ids))) + "\n")
+    encoder = tokenizer.stream_encoder(add_special_tokens=not args.no_special)
+    separator = ", " if args.json else " "
+    first = True
+
+    def emit(ids: list[int]) -> None:
+        nonlocal first
+        if ids:
+            out.write(("" if first else separator) + separator.join(map(str, ids)))
+            first = False
+
+    progress = _Progress(args.file)
+    if args.json:
+        out.write("[")
+    try:
+        for text in _read_blocks(args.file, progress):
+            emit(encoder.feed(text))
+        emit(encoder.finish())
+    except ValueError as error:  # a lone surrogate cannot come from UTF-8: kept for safety
+        raise CliError(str(error)) from None
+    finally:
+        progress.close()
+    out.write("]\n" if args.json else "\n")
     return 0
 
 
-def _decode(args: argparse.Namespace) -> int:
+_ID_WORDS = re.compile(r"[\[\],]|[^\s\[\],]+")
+
+
+def _id_words(path: str) -> Iterator[str]:
+    """The words of an ids file (integers, and JSON's brackets and commas), read in blocks."""
+    carry = ""
+    for text in _read_blocks(path):
+        text = carry + text
+        cut = len(text)
+        while cut > 0 and not (text[cut - 1].isspace() or text[cut - 1] in "[],"):
+            cut -= 1  # a word may go on in the next block
+        carry = text[cut:]
+        yield from _ID_WORDS.findall(text, 0, cut)
+    if carry:
+        yield from _ID_WORDS.findall(carry)
+
+
+def _parse_ids(words: Iterable[str]) -> Iterator[int]:
+    """Integers separated by white space, or one JSON list of integers."""
+    words = iter(words)
+    word = next(words, None)
+    if word is None:
+        return
+    if word != "[":
+        yield _integer(word)
+        for word in words:
+            yield _integer(word)
+        return
+    word = next(words, None)
+    if word != "]":
+        while True:
+            if word is None:
+                raise CliError(f"{_IDS_USAGE}: the JSON list is not closed")
+            yield _integer(word)
+            word = next(words, None)
+            if word == "]":
+                break
+            if word is None:
+                raise CliError(f"{_IDS_USAGE}: the JSON list is not closed")
+            if word != ",":
+                raise CliError(f"{_IDS_USAGE}: expected ',' or ']' in the JSON list, got {word!r}")
+            word = next(words, None)
+    extra = next(words, None)
+    if extra is not None:
+        raise CliError(f"{_IDS_USAGE}: {extra[:20]!r} after the end of the JSON list")
+
+
+_IDS_USAGE = "decode expects ids: integers separated by white space, or a JSON list"
+
+
+def _integer(word: str) -> int:
+    if not re.fullmatch(r"-?[0-9]+", word):
+        raise CliError(f"{_IDS_USAGE}: {word[:20]!r} is not an integer")
+    return int(word)
+
+
+def _decode(args: argparse.Namespace, out: _Output) -> int:
     tokenizer = _tokenizer(args)
-    raw = _read_text(args.file).strip()
+    decoder = tokenizer.stream_decoder(skip_special_tokens=not args.keep_special_tokens)
+    last = ""
+    batch: list[int] = []
     try:
-        ids = json.loads(raw) if raw.startswith("[") else [int(word) for word in raw.split()]
-    except ValueError:
-        raise CliError("decode expects ids: integers separated by white space, or a JSON list") from None
-    try:
-        sys.stdout.write(tokenizer.decode(ids, skip_special_tokens=args.skip_special_tokens))
+        for token_id in _parse_ids(_id_words(args.file)):
+            batch.append(token_id)
+            if len(batch) >= 65_536:
+                text = decoder.feed(batch)
+                batch = []
+                if text:
+                    out.write(text)
+                    last = text[-1]
+        text = decoder.feed(batch) + decoder.finish()
     except (TypeError, ValueError) as error:
         raise CliError(str(error)) from None
+    if text:
+        out.write(text)
+        last = text[-1]
+    if not args.exact and last != "\n":
+        out.write("\n")
     return 0
 
 
-def _split(args: argparse.Namespace) -> int:
+def _split(args: argparse.Namespace, out: _Output) -> int:
     try:
         pattern = peek2.Peek2Pattern(args.pattern)
     except ValueError as error:
         raise CliError(str(error)) from None
     text = _read_text(args.file)
-    out = sys.stdout
     if args.offsets:
         for start, end in pattern.split_offsets(text):
             out.write(f"{start}\t{end}\t{json.dumps(text[start:end], ensure_ascii=False)}\n")
@@ -117,15 +302,19 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_options(parser: argparse.ArgumentParser) -> None:
+def _model_options(parser: argparse.ArgumentParser, reads: str) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model", default="llama3", help="named model (default llama3; see peek2.models)")
     source.add_argument("--tokenizer", help="path of a tokenizer.json")
-    parser.add_argument("file", nargs="?", default="-", help="UTF-8 text file, or - for standard input")
+    parser.add_argument("file", nargs="?", default="-", help=f"{reads}, or - for standard input (the default)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="peek2", description="Fast, bit-exact byte-level BPE tokenizer.")
+    parser = argparse.ArgumentParser(
+        prog="peek2",
+        description="Fast, bit-exact byte-level BPE tokenizer.",
+        epilog="Exit status: 0 success, 1 output cannot be written, 2 bad usage or input, 130 interrupted.",
+    )
     parser.add_argument(
         "--version",
         action="version",
@@ -133,25 +322,46 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     encode = commands.add_parser("encode", help="print the token ids of a text")
-    _model_options(encode)
+    _model_options(encode, "UTF-8 text file")
     encode.add_argument("--json", action="store_true", help="print a JSON list")
     encode.add_argument("--no-special", action="store_true", help="add no special tokens (BOS)")
     encode.set_defaults(run=_encode)
-    decode = commands.add_parser("decode", help="print the text of token ids")
-    _model_options(decode)
-    decode.add_argument("--skip-special-tokens", action="store_true")
+    decode = commands.add_parser(
+        "decode",
+        help="print the text of token ids",
+        description="Print the text of token ids, followed by a newline unless it ends with one (--exact: none).",
+    )
+    _model_options(decode, "file of ids (integers separated by white space, or a JSON list)")
+    specials = decode.add_mutually_exclusive_group()
+    specials.add_argument("--keep-special-tokens", action="store_true", help="print special tokens (skipped by default)")
+    specials.add_argument("--skip-special-tokens", action="store_true", help="skip special tokens (the default)")
+    decode.add_argument("--exact", "-n", action="store_true", help="print the text only, adding no final newline")
     decode.set_defaults(run=_decode)
     split = commands.add_parser("split", help="print the pieces of a text, one JSON string per line")
-    split.add_argument("file", nargs="?", default="-", help="UTF-8 text file, or - for standard input")
+    split.add_argument("file", nargs="?", default="-", help="UTF-8 text file, or - for standard input (the default)")
     split.add_argument("--pattern", default="llama3", help=f"family ({', '.join(peek2.PATTERNS)}) or pattern string")
     split.add_argument("--offsets", action="store_true", help="print start, end and piece, tab-separated")
     split.set_defaults(run=_split)
     args = parser.parse_args(argv)
+    out = _Output()
     try:
-        result: int = args.run(args)
+        result: int = args.run(args, out)
+        out.flush()
     except CliError as error:
         print(f"peek2: {error}", file=sys.stderr)
         return 2
+    except OutputError as error:
+        print(f"peek2: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("peek2: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, as cat does; the interpreter's final
+        # flush of stdout must not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return result
 
 

@@ -25,15 +25,55 @@ def test_encode_decode_roundtrip(data_dir: Path) -> None:
     assert back.returncode == 0 and back.stdout == text
 
 
-def test_encode_large_file_in_chunks_equals_whole(tmp_path: Path, data_dir: Path) -> None:
-    # Above the chunk size the CLI encodes in pieces cut after a newline before a letter.
-    path = str(data_dir / "tokenizers" / "qwen2" / "tokenizer.json")
-    text = "".join(f"Line {k}:  some text\n\n  more\r\n" for k in range(60_000))
+def with_newline_token(data_dir: Path, folder: Path) -> str:
+    """The Llama-3.1 file with a non-special added token that holds a newline ("\\nUser:")."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["added_tokens"].append(
+        {"id": 128256, "content": "\nUser:", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False}
+    )
+    path = folder / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+def dialogue(lines: int) -> str:
+    return "".join(f"Line {k}:  some text\nUser: asks {k}\r\n\n  Answer<|eot_id|>\n" for k in range(lines))
+
+
+def test_encode_large_file_equals_whole(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 23 item 8: above about 4M characters the CLI cut its input after a newline before a
+    letter, which split added tokens holding a newline (5 wrong ids in 6,000): a multi-megabyte
+    text read in blocks gives exactly the ids of encode on the whole."""
+    path = with_newline_token(data_dir, tmp_path)
+    text = dialogue(110_000)  # 5 MB: blocks cut everywhere, in characters, pieces and tokens
     source = tmp_path / "big.txt"
     source.write_text(text, encoding="utf-8", newline="")
     result = peek2("encode", "--tokenizer", path, "--json", str(source))
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == Reference.from_file(path).encode(text).ids
+
+
+def peak_rss_kb(*args: str) -> int:
+    """Peak RSS of a process that runs the CLI (output thrown away)."""
+    code = (
+        "import resource, sys\nfrom peek2.cli import main\nsys.stdout = open('/dev/null', 'w')\n"
+        f"code = main({list(args)!r})\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code, file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    peak, code = result.stderr.split()[-2:]
+    assert code == "0", result.stderr
+    return int(peak)
+
+
+def test_encode_memory_flat_in_input_size(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 23 item 8: the CLI held 30-40x its input in memory (40 MB: 1.3 GB); it reads, encodes
+    and writes in blocks, so 4x the input costs (almost) no more memory."""
+    path = with_newline_token(data_dir, tmp_path)
+    small, large = tmp_path / "small.txt", tmp_path / "large.txt"
+    small.write_text(dialogue(30_000), encoding="utf-8", newline="")
+    large.write_text(dialogue(120_000), encoding="utf-8", newline="")
+    growth_kb = peak_rss_kb("encode", "--tokenizer", path, str(large)) - peak_rss_kb("encode", "--tokenizer", path, str(small))
+    assert growth_kb < 24 * 1024, f"{growth_kb} KB more for {large.stat().st_size - small.stat().st_size} more bytes"
 
 
 def test_split_prints_pieces() -> None:
@@ -56,6 +96,67 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     not_utf8 = peek2("split", str(binary))
     assert not_utf8.returncode == 2 and "not UTF-8" in not_utf8.stderr
+
+
+def test_interrupt_exits_130_without_traceback(data_dir: Path) -> None:
+    """Issue 23 item 11: an interrupt printed a traceback; the CLI exits with status 130 and one line."""
+    import signal
+    import time
+
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "peek2", "encode", "--tokenizer", path], stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None and process.stderr is not None
+    process.stdin.write("Hello world\n" * 1000)
+    process.stdin.flush()
+    time.sleep(3)  # loaded and waiting for more input (no timing is asserted)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip() == "peek2: interrupted"
+
+
+def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 23 item 12: binary stdin, --tokenizer naming a folder and a full disk printed tracebacks."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    binary = subprocess.run(
+        [sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input=b"ok\nab\xffcd", capture_output=True
+    )
+    assert binary.returncode == 2
+    assert binary.stderr.decode() == "peek2: standard input is not UTF-8 text: invalid byte 0xFF at line 2, byte offset 5\n"
+    folder = peek2("encode", "--tokenizer", str(tmp_path), stdin="x")
+    assert folder.returncode == 2 and folder.stderr.startswith("peek2: cannot read the tokenizer") and "Traceback" not in folder.stderr
+    with open("/dev/full", "w") as full:
+        no_space = subprocess.run(
+            [sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input="Hello", stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert no_space.returncode == 1 and no_space.stderr == "peek2: cannot write the output: No space left on device\n"
+    for ids, message in (("[1, 2", "not closed"), ("[1 2]", "expected ','"), ("1 2.5", "'2.5' is not an integer"), ("1 -5", "token id -5")):
+        bad = peek2("decode", "--tokenizer", path, stdin=ids)
+        assert bad.returncode == 2 and message in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+
+
+def test_closed_pipe_ends_quietly(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 23 item 12: a closed output pipe ends quietly, as cat does."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    source = tmp_path / "text.txt"
+    source.write_text("Hello world. " * 400_000, encoding="utf-8")
+    result = subprocess.run(
+        f"{sys.executable} -m peek2 encode --tokenizer {path} {source} | head -c 10", shell=True, capture_output=True, text=True
+    )
+    assert result.stdout == "128000 990" and result.stderr == ""
+
+
+def test_decode_help_output_and_special_tokens(data_dir: Path) -> None:
+    """Issue 23 item 12: decode's help said it reads a text file, its output had no final newline;
+    issue 23 item 6: special tokens are skipped by default, as tokenizers' decode does."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    assert "file of ids" in peek2("decode", "--help").stdout
+    assert peek2("decode", "--tokenizer", path, stdin="128000 9906 1917").stdout == "Hello world\n"
+    assert peek2("decode", "--tokenizer", path, "--exact", stdin="[9906, 1917]").stdout == "Hello world"
+    assert peek2("decode", "--tokenizer", path, "--keep-special-tokens", stdin="128000 9906").stdout == "<|begin_of_text|>Hello\n"
+    assert peek2("decode", "--tokenizer", path, stdin="9906 198").stdout == "Hello\n"
 
 
 def test_version_says_compiled() -> None:
