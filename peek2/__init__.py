@@ -69,3 +69,33 @@ def _is_extension(module_name: str) -> bool:
 
 COMPILED: bool = all([_is_extension(name) for name in COMPILED_MODULES])  # (imports each one)
 """True when every hot module is the mypyc-compiled extension (False in pure mode)."""
+
+
+def _warn_slow_twin() -> None:
+    """Say once that the uncompiled modules run, unless PEEK2_PURE=1 asked for them.
+
+    The usual cause: Python started in a source checkout, whose ``peek2/`` comes first on sys.path,
+    while the compiled build is installed elsewhere (``pip install .``).
+    """
+    import warnings
+    from importlib import metadata
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    hint = "build the extensions (pip install -e .), or set PEEK2_PURE=1 to run the pure modules on purpose"
+    try:
+        distribution = metadata.distribution("peek2")
+        built = [f for f in distribution.files or () if str(f).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+        if built:
+            installed = os.path.dirname(os.path.abspath(str(distribution.locate_file(built[0]))))
+            if installed != here:
+                hint = (
+                    f"the compiled build is installed in {installed}; run from outside {os.path.dirname(here)}, whose "
+                    "peek2/ comes first on sys.path, or set PEEK2_PURE=1 to run the pure modules on purpose"
+                )
+    except (metadata.PackageNotFoundError, OSError):
+        pass
+    warnings.warn(f"peek2 is running its uncompiled modules from {here} (about 50x slower): {hint}", RuntimeWarning, stacklevel=3)
+
+
+if not COMPILED and not PURE:
+    _warn_slow_twin()

@@ -378,8 +378,11 @@ class Tokenizer:
         """``len(encode(text, ...))`` without building the list of ids (for token budgets)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        total = len(self.spec.prefix_ids) + len(self.spec.suffix_ids) if add_special_tokens else 0
+        total = len(self._prefix_ids) + len(self._suffix_ids) if add_special_tokens else 0
         try:
+            if self._plain(text):  # as in encode: most calls
+                normal = self._normalize(text) if self._normalizes and not (self._ascii_is_normal and text.isascii()) else text
+                return total + self._engine.count(normal)
             for segment, token_id in self._segments(text, split_special_tokens):
                 total += 1 if token_id >= 0 else self._engine.count(segment)
         except ValueError as error:  # (see encode)

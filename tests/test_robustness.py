@@ -211,3 +211,26 @@ def test_streaming_a_transcript_linear(qwen3_files: tuple[Tokenizer, tokenizers.
     text = qwen3_chat(3000)
     assert stream(text) == ref.encode(text).ids
     assert growth(qwen3_chat, stream, 2000) < 6
+
+
+def test_uncompiled_import_warns_once(tmp_path: Path) -> None:
+    """Item 16: Python started in a source tree imported the uncompiled modules (about 50x slower)
+    silently; it warns once, and not when PEEK2_PURE=1 asks for them."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import peek2
+
+    package = Path(peek2.__file__).parent
+    shutil.copytree(package, tmp_path / "peek2", ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    code = "import peek2, peek2.tokenizer; print(peek2.COMPILED)"
+    environment = {k: v for k, v in os.environ.items() if k != "PEEK2_PURE"}
+    plain = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=environment)
+    assert plain.returncode == 0 and plain.stdout == "False\n"
+    assert plain.stderr.count("RuntimeWarning: peek2 is running its uncompiled modules from") == 1, plain.stderr
+    chosen = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env={**environment, "PEEK2_PURE": "1"})
+    assert chosen.returncode == 0 and chosen.stderr == ""
+    compiled = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, env=environment)
+    assert compiled.returncode == 0 and compiled.stdout == f"{peek2.COMPILED}\n"
