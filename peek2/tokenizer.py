@@ -456,7 +456,20 @@ class Tokenizer:
 
     def decode_batch(self, batch: Iterable[Iterable[SupportsIndex]], skip_special_tokens: bool = True) -> list[str]:
         """``[decode(ids) for ids in batch]``."""
-        return [self.decode(ids, skip_special_tokens) for ids in batch]
+        if not isinstance(batch, Iterable):
+            raise TypeError(f"batch must be a sequence of sequences of int, not {type(batch).__name__}")
+        table = self._decode_table(skip_special_tokens)
+        texts: list[str] = []
+        for ids in batch:  # decode's usual case inline (a list of valid ids), else decode itself
+            if type(ids) is list:
+                try:
+                    if not ids or min(ids) >= 0:
+                        texts.append(b"".join([table[i] for i in ids]).decode("utf-8", errors="replace"))  # type: ignore[misc]
+                        continue
+                except (TypeError, IndexError):
+                    pass
+            texts.append(self.decode(ids, skip_special_tokens))
+        return texts
 
     # ==== Vocabulary ====
 
