@@ -146,11 +146,6 @@ def _nfc_sticky() -> frozenset[str]:
 # ==== Encoding ====
 
 
-def _last(length: i64, new: i64) -> i64:
-    """Where the last ``new`` of ``length`` characters start."""
-    return length - new if length > new else 0
-
-
 def _output_list(out: object) -> list[int]:
     """The list ``feed``/``finish`` append to: the caller's, or a new one."""
     if out is None:
@@ -179,6 +174,7 @@ class StreamEngine:
         self.text = ""  # normalized text of the open segment, from a piece boundary, not encoded
         self.started = False
         self.finished = False
+        self.broken = False  # an exception (not a bad chunk) left the state half changed
         # (an attribute, not the constant, so that tests can make rule 2 run on short texts)
         self.rescan_min: i64 = RESCAN_MIN
         self.rescan_at: i64 = RESCAN_MIN
@@ -188,11 +184,17 @@ class StreamEngine:
         return len(self.raw) + len(self.text)
 
     def feed(self, chunk: object, out: object) -> list[int]:
+        if self.broken:
+            raise RuntimeError("this stream was interrupted inside a feed() or finish(): make a new stream_encoder()")
         if self.finished:
             raise RuntimeError("feed() after finish(): make a new stream_encoder() for a new text")
+        # Everything wrong with the chunk is found before the stream changes, so that a caller can
+        # reject one bad chunk and go on (issue 23 item 5): its type, UTF-8, lone surrogates.
         if isinstance(chunk, str):
             if self.tail:
                 raise ValueError("a str chunk was fed while a UTF-8 sequence from bytes is incomplete")
+            if first_surrogate(chunk) >= 0:
+                raise surrogate_error(chunk, ValueError("lone surrogate"))  # the index in this chunk
             text = chunk
         elif isinstance(chunk, bytes):  # (apart: a tuple in isinstance costs a lookup and an allocation)
             text = self._decode(chunk)
@@ -222,40 +224,27 @@ class StreamEngine:
                 raw += text  # in place, as above
                 self.raw = raw
                 ids = self._advance(ids, owned, False)
-            self._refuse_pending_surrogate(len(text))
             return ids
-        except ValueError as error:
-            del ids[mark:]
-            if isinstance(chunk, str) and first_surrogate(chunk) >= 0:
-                raise surrogate_error(chunk, error) from None  # the index in this chunk
-            raise
         except BaseException:
+            # Not the chunk's fault (an interrupt, no memory): the pending text may be half moved.
             del ids[mark:]
+            self.broken = True
             raise
-
-    def _refuse_pending_surrogate(self, new: int) -> None:
-        """Raise now for a lone surrogate among the last ``new`` pending characters.
-
-        The engine raises for one in the text it encodes, but the chunk's last piece waits for
-        the next chunk: without this, ``feed("a\\ud800")`` would return the ids of ``"a"`` and
-        the next call would raise. Only the chunk's characters are looked at (linear time).
-        """
-        raw = self.raw
-        text = self.text
-        if first_surrogate(raw, _last(len(raw), new)) >= 0 or first_surrogate(text, _last(len(text), new)) >= 0:
-            raise ValueError("lone surrogate")  # (feed gives it the index in the chunk)
 
     def finish(self, out: object) -> list[int]:
+        if self.broken:
+            raise RuntimeError("this stream was interrupted inside a feed() or finish(): make a new stream_encoder()")
         if self.finished:
             raise RuntimeError("finish() was already called")
         ids = _output_list(out)
         mark = len(ids)
+        rest = ""
+        if self.fed_bytes:
+            rest = utf_8_decode(self.tail, "strict", True)[0]  # raises for an incomplete sequence, changing nothing
         try:
             self._start(ids)
-            if self.fed_bytes:
-                rest: str = utf_8_decode(self.tail, "strict", True)[0]  # raises for an incomplete sequence
-                self.tail = b""
-                self.raw += rest
+            self.tail = b""
+            self.raw += rest
             self.finished = True
             ids = self._advance(ids, out is None, True)
             if self.add_special:
@@ -263,17 +252,18 @@ class StreamEngine:
             return ids
         except BaseException:
             del ids[mark:]
+            self.broken = True
             raise
 
     def _decode(self, data: bytes) -> str:
         """The characters ``data`` completes; keeps the start of a sequence it leaves incomplete."""
-        self.fed_bytes = True
         if self.tail:
             data = self.tail + data
         decoded = _UTF8_DECODE(data, "strict", False)  # raises UnicodeDecodeError for invalid bytes
         text: str = decoded[0]
         used: int = decoded[1]
         self.tail = data[used:] if used < len(data) else b""
+        self.fed_bytes = True
         return text
 
     def _start(self, out: list[int]) -> None:
@@ -294,6 +284,7 @@ class StreamEngine:
         self.raw, self.text, self.started, self.rescan_at = state
         self.nfc_memo = _NO_MEMO
         self.finished = False
+        self.broken = False
 
     def _advance(self, out: list[int], owned: bool, final: bool) -> list[int]:
         """Move what is final from ``raw`` into ``text``, and encode what is final in ``text``.

@@ -34,11 +34,14 @@ which ids follow them.
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from bisect import bisect_right
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from peek2._scan import first_surrogate, surrogate_error
 from peek2.streaming import StreamEncoder, plan_of
 
 if TYPE_CHECKING:
@@ -85,6 +88,18 @@ def common_prefix(a: str, b: str) -> int:
     return low
 
 
+_CACHES: weakref.WeakSet[PromptCache] = weakref.WeakSet()
+
+
+def _new_locks_in_child() -> None:
+    """A fork copies a lock another thread holds, held: the child would wait for it forever."""
+    for cache in list(_CACHES):
+        cache._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 class PromptCache:
     """Encodes prompts, re-tokenizing only from the last checkpoint a previous prompt shares.
 
@@ -109,6 +124,7 @@ class PromptCache:
         self.max_prompts = max_prompts
         self._entries: OrderedDict[int, _Entry] = OrderedDict()  # id(entry) -> entry, oldest first
         self._lock = threading.Lock()
+        _CACHES.add(self)
         self.reused_chars = 0
         """Characters not re-encoded thanks to the cache, over all calls (for monitoring)."""
         self.encoded_chars = 0
@@ -122,9 +138,15 @@ class PromptCache:
             self._entries.clear()
 
     def encode(self, text: str) -> list[int]:
-        """The ids of ``text``; resumes from the cached prompt sharing the longest prefix with it."""
+        """The ids of ``text``; resumes from the cached prompt sharing the longest prefix with it.
+
+        A text that cannot be encoded (not a str, a lone surrogate) is refused before the cache
+        changes: the cached prompts stay as they were.
+        """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
+        if first_surrogate(text) >= 0:
+            raise surrogate_error(text, ValueError("lone surrogate"))
         with self._lock:
             candidates = list(reversed(self._entries.values()))  # most recent first
         best: _Entry | None = None

@@ -99,7 +99,11 @@ class StreamEncoder:
         UnicodeDecodeError (ValueError): invalid UTF-8 bytes, or ``finish`` inside a sequence.
         ValueError: a str fed while a UTF-8 sequence from bytes is incomplete; a lone surrogate
             (raised by the ``feed`` of its chunk, with its index in the chunk).
-        RuntimeError: ``feed`` or ``finish`` after ``finish``.
+        RuntimeError: ``feed`` or ``finish`` after ``finish``, or after a call that an exception
+            other than these (an interrupt, no memory) stopped half way.
+
+    A call that raises for its chunk changes nothing: the stream is as it was before (nothing of
+    the chunk applied, ``out`` as it was), so a server can reject one bad chunk and go on.
     """
 
     def __init__(self, tokenizer: Tokenizer, add_special_tokens: bool = False, *, split_special_tokens: bool = False) -> None:

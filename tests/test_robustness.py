@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -234,3 +235,99 @@ def test_uncompiled_import_warns_once(tmp_path: Path) -> None:
     assert chosen.returncode == 0 and chosen.stderr == ""
     compiled = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, env=environment)
     assert compiled.returncode == 0 and compiled.stdout == f"{peek2.COMPILED}\n"
+
+
+def test_rejected_chunk_changes_nothing(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """Item 5: after a rejected chunk (a lone surrogate, bad UTF-8, a wrong type) a StreamEncoder,
+    PromptSession and PromptCache returned [] or raised on valid input; now they are exactly as
+    before the bad call and go on."""
+    tok, ref = llama
+    parts = ["Hello <|eot_", "id|> wor", "ld, ", "ünïcode", " end"]
+    whole = "".join(parts)
+    expected = ref.encode(whole).ids
+    bad_chunks: list[object] = ["x\ud800y", b"\xff", 7, "\udfff"]
+    for bad in bad_chunks:
+        encoder = tok.stream_encoder(add_special_tokens=True)
+        ids: list[int] = []
+        for k, part in enumerate(parts):
+            if k == 2:
+                before = list(ids)
+                with pytest.raises((ValueError, TypeError)):
+                    encoder.feed(bad, ids)  # type: ignore[arg-type]
+                assert ids == before
+            encoder.feed(part, ids)
+        encoder.finish(ids)
+        assert ids == expected, bad
+    # bytes: a bad chunk while a character is incomplete
+    encoder = tok.stream_encoder(add_special_tokens=True)
+    data = whole.encode("utf-8")
+    cut = data.index("ü".encode()) + 1
+    got = encoder.feed(data[:cut])
+    with pytest.raises(ValueError):
+        encoder.feed("str while bytes are incomplete")
+    with pytest.raises(UnicodeDecodeError):
+        encoder.feed(b"\x41")  # not a continuation byte
+    got += encoder.feed(data[cut:]) + encoder.finish()
+    assert got == expected
+    # finish inside a character raises, changing nothing: the rest of the character may come
+    encoder = tok.stream_encoder(add_special_tokens=True)
+    got = encoder.feed(data[:cut])
+    with pytest.raises(UnicodeDecodeError):
+        encoder.finish()
+    got += encoder.feed(data[cut:]) + encoder.finish()
+    assert got == expected
+
+    session = tok.prompt_session()
+    ids = []
+    for k, part in enumerate(parts):
+        if k == 2:
+            with pytest.raises(ValueError):
+                session.append("bad \ud800")
+        keep, new = session.append(part)
+        ids = ids[:keep] + new
+    assert ids == expected == session.ids
+
+    cache = tok.prompt_cache()
+    assert cache.encode(whole) == expected
+    with pytest.raises(ValueError, match="surrogate"):
+        cache.encode(whole + "\ud800")
+    assert len(cache) == 1 and cache.encode(whole + " more") == ref.encode(whole + " more").ids
+
+
+def test_fork_while_prompt_cache_lock_held(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """Item 10: a fork while another thread held the prompt cache's lock deadlocked the child."""
+    import os
+    import threading
+
+    tok, ref = llama
+    cache = tok.prompt_cache()
+    cache.encode("Hello world")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with cache._lock:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(30)
+    with warnings.catch_warnings():  # (Python 3.12 warns of fork in a process with threads: that is the point)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: its first call must complete
+        code = 0 if cache.encode("Hello world, again") == ref.encode("Hello world, again").ids else 1
+        os._exit(code)
+    release.set()
+    thread.join()
+    deadline = time.monotonic() + 120  # a bound on the test, not a speed check
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child deadlocked on the prompt cache's lock")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
