@@ -331,3 +331,72 @@ def test_fork_while_prompt_cache_lock_held(llama: tuple[Tokenizer, tokenizers.To
             pytest.fail("the forked child deadlocked on the prompt cache's lock")
         time.sleep(0.05)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def malformed(data_dir: Path, edit: Callable[[dict[str, object]], None]) -> str:
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    edit(spec)
+    return json.dumps(spec)
+
+
+MALFORMED: dict[str, tuple[Callable[[dict], None], str]] = {  # type: ignore[type-arg]
+    "post-processor template without its special tokens": (
+        lambda s: s["post_processor"]["processors"][1].pop("special_tokens"),
+        "missing field post_processor.processors[1].special_tokens",
+    ),
+    "template item without an id": (
+        lambda s: s["post_processor"]["processors"][1]["single"][0]["SpecialToken"].pop("id"),
+        "missing field post_processor.processors[1].single[0].SpecialToken.id",
+    ),
+    "template item of another shape": (
+        lambda s: s["post_processor"]["processors"][1]["single"].append(["Sequence"]),
+        "post_processor.processors[1].single[2] must be an object",
+    ),
+    "template special token ids not a list": (
+        lambda s: s["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"].update(ids=128000),
+        "post_processor.processors[1].special_tokens['<|begin_of_text|>'].ids must be list",
+    ),
+    "template special token id negative": (
+        lambda s: s["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"].update(ids=[-3]),
+        "ids[0] must be a non-negative integer id, not -3",
+    ),
+    "ignore_merges as a string": (lambda s: s["model"].update(ignore_merges="false"), "model.ignore_merges must be true or false, not 'false'"),
+    "negative added token id": (lambda s: s["added_tokens"][0].update(id=-1), "added_tokens[0].id must be a non-negative integer id, not -1"),
+    "added token flag as a number": (lambda s: s["added_tokens"][3].update(special=1), "added_tokens[3].special must be true or false, not 1"),
+    "added tokens not a list": (lambda s: s.update(added_tokens={}), "added_tokens must be a list, not dict"),
+    "normalizer step without a type": (
+        lambda s: s.update(normalizer={"type": "Sequence", "normalizers": [{}]}),
+        "missing field normalizer.normalizers[0].type",
+    ),
+    "pre-tokenizer step without a type": (
+        lambda s: s["pre_tokenizer"]["pretokenizers"][1].pop("type"),
+        "missing field pre_tokenizer.pretokenizers[1].type",
+    ),
+    "Split invert as a string": (
+        lambda s: s["pre_tokenizer"]["pretokenizers"][0].update(invert="false"),
+        "pre_tokenizer.pretokenizers[0].invert must be true or false",
+    ),
+    "unk_token not a string": (lambda s: s["model"].update(unk_token=5), "model.unk_token must be a string or null, not 5"),
+    "dropout not a number": (lambda s: s["model"].update(dropout="0.1"), "model.dropout must be a number or null"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_tokenizer_json_named_errors(data_dir: Path, case: str) -> None:
+    """Item 13: a post-processor with missing fields gave a bare KeyError/TypeError, "ignore_merges":
+    "false" was read as true, a negative added-token id was accepted: every field is checked, and
+    every error is a TokenizerFormatError naming the file and the field's path."""
+    from peek2.spec import TokenizerFormatError
+
+    edit, message = MALFORMED[case]
+    with pytest.raises(TokenizerFormatError) as raised:
+        Tokenizer.from_str(malformed(data_dir, edit))
+    assert message in str(raised.value) and str(raised.value).startswith("<string>: ")
+
+
+def test_truncation_or_padding_refused(data_dir: Path) -> None:
+    """Item 13: a file that truncates or pads would give other ids in tokenizers: refused, named."""
+    for key in ("truncation", "padding"):
+        text = malformed(data_dir, lambda s: s.update({key: {"max_length": 8}}))
+        with pytest.raises(NotImplementedError, match=f"{key} is set"):
+            Tokenizer.from_str(text)

@@ -62,6 +62,34 @@ def _optional(obj: dict[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def _at(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _flag(obj: dict[str, Any], key: str, path: str, source: str, default: bool) -> bool:
+    """A true/false field; absent or null is ``default``. A string such as "false" is refused
+    (``bool("false")`` is True: it would be read as the opposite of what it says)."""
+    value = obj.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise TokenizerFormatError(f"{source}: field {_at(path, key)} must be true or false, not {value!r}")
+    return value
+
+
+def _token_id(value: Any, where: str, source: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TokenizerFormatError(f"{source}: {where} must be a non-negative integer id, not {value!r}")
+    return value
+
+
+def _optional_str(obj: dict[str, Any], key: str, path: str, source: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise TokenizerFormatError(f"{source}: field {_at(path, key)} must be a string or null, not {value!r}")
+    return value
+
+
 def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     """Build a TokenizerSpec from the parsed JSON object."""
     model = _field(data, "model", "", source, dict)
@@ -70,30 +98,36 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         raise NotImplementedError(
             f"{source}: model.type {model_type!r} is not supported: peek2 implements byte-level BPE only"
         )
-    if _optional(model, "dropout", 0.0) not in (0, 0.0):
+    dropout = model.get("dropout")
+    if dropout is not None and (not isinstance(dropout, (int, float)) or isinstance(dropout, bool)):
+        raise TokenizerFormatError(f"{source}: field model.dropout must be a number or null, not {dropout!r}")
+    if dropout:
         raise NotImplementedError(f"{source}: model.dropout is set: BPE dropout is not supported")
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if _optional(model, key, ""):
+        if _optional_str(model, key, "model", source):
             raise NotImplementedError(f"{source}: model.{key} is set: not supported for byte-level BPE")
 
+    for key in ("truncation", "padding"):
+        if data.get(key) is not None:  # encode would cut or pad every text: never silently ignored
+            raise NotImplementedError(f"{source}: {key} is set: peek2 does not truncate or pad (set it to null)")
     family = _family(data.get("pre_tokenizer"), source)
     vocab = _vocab(_field(model, "vocab", "model", source, dict), source)
     merges = _merges(_field(model, "merges", "model", source, list), source)
     added = _added_tokens(_optional(data, "added_tokens", []), source)
-    prefix_ids, suffix_ids = _post_processor(data.get("post_processor"), source)
+    prefix_ids, suffix_ids = _post_processor(data.get("post_processor"), "post_processor", source)
     _decoder(data.get("decoder"), source)
     return TokenizerSpec(
         family=family,
         vocab=vocab,
         merges=merges,
-        ignore_merges=bool(_optional(model, "ignore_merges", False)),
+        ignore_merges=_flag(model, "ignore_merges", "model", source, False),
         added_tokens=added,
-        normalizer=_normalizer(data.get("normalizer"), source),
+        normalizer=_normalizer(data.get("normalizer"), "normalizer", source),
         prefix_ids=prefix_ids,
         suffix_ids=suffix_ids,
-        byte_fallback=bool(_optional(model, "byte_fallback", False)),
-        unk_token=model.get("unk_token"),
-        fuse_unk=bool(_optional(model, "fuse_unk", False)),
+        byte_fallback=_flag(model, "byte_fallback", "model", source, False),
+        unk_token=_optional_str(model, "unk_token", "model", source),
+        fuse_unk=_flag(model, "fuse_unk", "model", source, False),
         source=source,
     )
 
@@ -101,8 +135,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
 def _vocab(raw: dict[str, Any], source: str) -> dict[bytes, int]:
     vocab: dict[bytes, int] = {}
     for token, token_id in raw.items():
-        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
-            raise TokenizerFormatError(f"{source}: model.vocab[{token!r}] must be a non-negative int, not {token_id!r}")
+        _token_id(token_id, f"model.vocab[{token!r}]", source)
         data = to_bytes(token)
         if data is None:
             raise NotImplementedError(
@@ -133,38 +166,43 @@ def _merges(raw: list[Any], source: str) -> list[tuple[bytes, bytes]]:
 
 def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
     if not isinstance(raw, list):
-        raise TokenizerFormatError(f"{source}: added_tokens must be a list")
+        raise TokenizerFormatError(f"{source}: added_tokens must be a list, not {type(raw).__name__}")
     tokens = []
     for k, item in enumerate(raw):
         path = f"added_tokens[{k}]"
-        token_id = _field(item, "id", path, source, int)
+        token_id = _token_id(_field(item, "id", path, source, int), f"{path}.id", source)
         content = _field(item, "content", path, source, str)
-        flags = {key: bool(item.get(key, False)) for key in ("lstrip", "rstrip", "single_word")}
+        special = _flag(item, "special", path, source, False)
         tokens.append(
             AddedToken(
                 id=token_id,
                 content=content,
-                special=bool(item.get("special", False)),
-                normalized=bool(item.get("normalized", not item.get("special", False))),
-                **flags,
+                special=special,
+                normalized=_flag(item, "normalized", path, source, not special),
+                lstrip=_flag(item, "lstrip", path, source, False),
+                rstrip=_flag(item, "rstrip", path, source, False),
+                single_word=_flag(item, "single_word", path, source, False),
             )
         )
     return tokens
 
 
-def _normalizer(raw: Any, source: str) -> str | None:
+def _normalizer(raw: Any, path: str, source: str) -> str | None:
     if raw is None:
         return None
-    kind = _field(raw, "type", "normalizer", source, str)
+    kind = _field(raw, "type", path, source, str)
     if kind == "Sequence":
-        steps = [_normalizer(step, source) for step in _field(raw, "normalizers", "normalizer", source, list)]
+        steps = [
+            _normalizer(step, f"{path}.normalizers[{k}]", source)
+            for k, step in enumerate(_field(raw, "normalizers", path, source, list))
+        ]
         steps = [step for step in steps if step is not None]
         if len(steps) > 1:
-            raise NotImplementedError(f"{source}: normalizer Sequence of {steps}: only one NFC step is supported")
+            raise NotImplementedError(f"{source}: {path} Sequence of {steps}: only one NFC step is supported")
         return steps[0] if steps else None
     if kind not in SUPPORTED_NORMALIZERS:
         raise NotImplementedError(
-            f"{source}: normalizer {kind!r} is not supported (supported: none, {', '.join(SUPPORTED_NORMALIZERS)})"
+            f"{source}: {path} {kind!r} is not supported (supported: none, {', '.join(SUPPORTED_NORMALIZERS)})"
         )
     return str(kind)
 
@@ -174,7 +212,8 @@ def _family(raw: Any, source: str) -> str:
         raise NotImplementedError(f"{source}: no pre_tokenizer: peek2 needs Split(<pattern>) + ByteLevel")
     kind = _field(raw, "type", "pre_tokenizer", source, str)
     steps = _field(raw, "pretokenizers", "pre_tokenizer", source, list) if kind == "Sequence" else [raw]
-    kinds = [step.get("type") if isinstance(step, dict) else None for step in steps]
+    paths = [f"pre_tokenizer.pretokenizers[{k}]" for k in range(len(steps))] if kind == "Sequence" else ["pre_tokenizer"]
+    kinds = [_field(step, "type", path, source, str) for step, path in zip(steps, paths)]
     if kinds == ["ByteLevel"] and steps[0].get("use_regex", True):
         raise NotImplementedError(
             f"{source}: pre_tokenizer ByteLevel(use_regex=true) uses GPT-2's pattern, which peek2 does not implement"
@@ -185,16 +224,20 @@ def _family(raw: Any, source: str) -> str:
             "peek2 implements Sequence[Split(<family pattern>), ByteLevel(use_regex=false)]"
         )
     split, byte_level = steps
-    if byte_level.get("use_regex", True) or byte_level.get("add_prefix_space", False):
+    split_path, byte_level_path = paths
+    if _flag(byte_level, "use_regex", byte_level_path, source, True) or _flag(
+        byte_level, "add_prefix_space", byte_level_path, source, False
+    ):
         raise NotImplementedError(
             f"{source}: pre_tokenizer ByteLevel must have use_regex=false and add_prefix_space=false"
         )
-    if split.get("behavior") != "Isolated" or split.get("invert", False):
+    _field(split, "behavior", split_path, source, str)
+    if split.get("behavior") != "Isolated" or _flag(split, "invert", split_path, source, False):
         raise NotImplementedError(
             f"{source}: pre_tokenizer Split behavior {split.get('behavior')!r} invert={split.get('invert')}: "
             "only Isolated, invert=false is supported"
         )
-    pattern = _field(split, "pattern", "pre_tokenizer.Split", source, dict)
+    pattern = _field(split, "pattern", split_path, source, dict)
     regex = pattern.get("Regex")
     if not isinstance(regex, str):
         raise NotImplementedError(f"{source}: pre_tokenizer Split pattern {pattern!r}: only a Regex is supported")
@@ -204,32 +247,38 @@ def _family(raw: Any, source: str) -> str:
         raise UnsupportedPatternError(f"{source}: pre_tokenizer Split: {error}") from None
 
 
-def _post_processor(raw: Any, source: str) -> tuple[list[int], list[int]]:
+def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[int]]:
     if raw is None:
         return [], []
-    kind = _field(raw, "type", "post_processor", source, str)
+    kind = _field(raw, "type", path, source, str)
     if kind == "ByteLevel":
+        _flag(raw, "trim_offsets", path, source, True)
         return [], []  # only trims offsets, which peek2 reports untrimmed like trim_offsets=false
     if kind == "Sequence":
         prefix: list[int] = []
         suffix: list[int] = []
-        for step in _field(raw, "processors", "post_processor", source, list):
-            more_prefix, more_suffix = _post_processor(step, source)
+        for k, step in enumerate(_field(raw, "processors", path, source, list)):
+            more_prefix, more_suffix = _post_processor(step, f"{path}.processors[{k}]", source)
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
     if kind != "TemplateProcessing":
-        raise NotImplementedError(f"{source}: post_processor {kind!r} is not supported")
-    special = _field(raw, "special_tokens", "post_processor", source, dict)
+        raise NotImplementedError(f"{source}: {path} {kind!r} is not supported")
+    special = _field(raw, "special_tokens", path, source, dict)
     prefix, suffix = [], []
     seen_sequence = False
-    for item in _field(raw, "single", "post_processor", source, list):
+    for k, item in enumerate(_field(raw, "single", path, source, list)):
+        where = f"{path}.single[{k}]"
+        if not isinstance(item, dict) or len(item) != 1 or not ({"Sequence", "SpecialToken"} & item.keys()):
+            raise TokenizerFormatError(f"{source}: {where} must be an object with one field, Sequence or SpecialToken: {item!r}")
         if "Sequence" in item:
             seen_sequence = True
-        elif "SpecialToken" in item:
-            name = item["SpecialToken"]["id"]
-            if name not in special:
-                raise TokenizerFormatError(f"{source}: post_processor.special_tokens lacks {name!r}")
-            (prefix if not seen_sequence else suffix).extend(int(i) for i in special[name]["ids"])
+            continue
+        name = _field(item["SpecialToken"], "id", f"{where}.SpecialToken", source, str)
+        if name not in special:
+            raise TokenizerFormatError(f"{source}: {path}.special_tokens lacks {name!r}, used by {where}")
+        entry_path = f"{path}.special_tokens[{name!r}]"
+        ids = _field(special[name], "ids", entry_path, source, list)
+        (prefix if not seen_sequence else suffix).extend(_token_id(i, f"{entry_path}.ids[{j}]", source) for j, i in enumerate(ids))
     return prefix, suffix
 
 
