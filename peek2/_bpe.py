@@ -167,6 +167,8 @@ BLOCK_KEY: Final = 1 << 62  # _block_piece_key's packing (keys stay i64: never b
 HASHED_KEY: Final = 1 << 60  # _hashed_key: the hash, the length and the packing below it
 HASH_MASK: Final = (1 << 52) - 1
 KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
+MAX_CACHE_SIZE: Final = 1 << 22  # PieceCache: pieces at most (up to 2.3 GB if every one is long and rare)
+INITIAL_CACHE_SLOTS: Final = 1 << 10  # PieceCache: slots at first (16 KB), doubled as pieces come
 MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: 8 MB of ids and words for 16,384 pieces at most
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
 FILTER_WORDS: Final = 1 << 15  # MergeTable's filter: 256 KB, 7.5 bits a merge for Llama-3
@@ -312,12 +314,18 @@ class PieceCache:
     """
 
     def __init__(self, size: int) -> None:
+        if size > MAX_CACHE_SIZE:
+            raise ValueError(f"cache_size {size} is above the largest supported, {MAX_CACHE_SIZE} pieces")
         slots: i64 = 2
         while slots < 2 * size:
             slots *= 2
         self.size: Final[i64] = size
-        self.mask: Final[i64] = slots - 1
-        self.entries = vec[i64]([0] * (2 * slots))
+        # The slots grow as the cache fills (doubled, rehashed), up to the size's: a large
+        # cache_size costs memory only when that many pieces come (10**8 allocated 4.3 GB at load).
+        self.max_slots: Final[i64] = slots
+        start: i64 = slots if slots < INITIAL_CACHE_SLOTS else INITIAL_CACHE_SLOTS
+        self.mask: i64 = start - 1
+        self.entries = vec[i64]([0] * (2 * start))
         self.multi = vec[i64]()
         # Pieces of 128 rare characters take 600 words each; ordinary ones a few.
         self.multi_limit: Final[i64] = MULTI_WORDS_PER_PIECE * size
@@ -368,6 +376,8 @@ class PieceCache:
             if self.size == 0:
                 return
             self.clear()
+        if 2 * (self.count + 1) > self.mask + 1 and self.mask + 1 < self.max_slots:
+            self._grow()
         mask = self.mask
         entries = self.entries
         slot = _cache_slot(key, mask)
@@ -387,6 +397,23 @@ class PieceCache:
                     multi = append(multi, words[k])
             self.multi = multi
         self.count += 1
+
+    def _grow(self) -> None:
+        """Twice the slots, every piece in its new slot (the values, offsets in ``multi``, stay)."""
+        old = self.entries
+        slots: i64 = len(old)  # = 2 * (the old number of slots)
+        mask: i64 = slots - 1
+        entries = vec[i64]([0] * (2 * slots))
+        for k in range(0, len(old), 2):
+            key = old[k]
+            if key != 0:
+                slot = _cache_slot(key, mask)
+                while entries[2 * slot] != 0:
+                    slot = (slot + 1) & mask
+                entries[2 * slot] = key
+                entries[2 * slot + 1] = old[k + 1]
+        self.entries = entries
+        self.mask = mask
 
     def size_of(self, value: i64) -> i64:
         """How many ids the cached ``value`` stands for."""
@@ -756,7 +783,6 @@ class BytePairEncoder:
         max_digits: i64 = self.max_digits
         cache = self.cache
         words = self.key_words
-        mask = cache.mask
         out_ids = self.out_ids
         n: i64 = len(text)  # the scanner sees all of the text (see encode_prefix)
         if not 0 <= stop <= n:
@@ -775,7 +801,8 @@ class BytePairEncoder:
             value: i64 = -1
             found = False
             if key != 0:
-                entries = cache.entries
+                entries = cache.entries  # (both read again per piece: an add may have grown them)
+                mask = cache.mask
                 slot = _cache_slot(key, mask)
                 stored = entries[2 * slot]
                 while stored != 0:

@@ -36,7 +36,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2 import huge_pages
-from peek2._bpe import ID_BITS, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
+from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
 from peek2._scan import surrogate_error
 from peek2.added_tokens import AddedTokenMatcher
 from peek2.added_tokens import AddedTokenMatcher as _AddedTokenMatcher  # noqa: F401  (tests)
@@ -84,8 +84,8 @@ class Tokenizer:
     def __init__(self, spec: TokenizerSpec, *, cache_size: int = DEFAULT_CACHE_SIZE, _source: tuple[object, ...] = ()) -> None:
         if not isinstance(spec, TokenizerSpec):
             raise TypeError(f"spec must be a TokenizerSpec, not {type(spec).__name__}")
-        if not isinstance(cache_size, int) or cache_size < 0:
-            raise ValueError(f"cache_size must be a non-negative int, not {cache_size!r}")
+        if not isinstance(cache_size, int) or isinstance(cache_size, bool) or not 0 <= cache_size <= MAX_CACHE_SIZE:
+            raise ValueError(f"cache_size must be an int from 0 to {MAX_CACHE_SIZE:,} (pieces), not {cache_size!r}")
         self.spec = spec
         self.family = spec.family
         self.pattern = Peek2Pattern(spec.family)

@@ -400,3 +400,30 @@ def test_truncation_or_padding_refused(data_dir: Path) -> None:
         text = malformed(data_dir, lambda s: s.update({key: {"max_length": 8}}))
         with pytest.raises(NotImplementedError, match=f"{key} is set"):
             Tokenizer.from_str(text)
+
+
+def test_cache_allocated_as_it_fills(data_dir: Path) -> None:
+    """Item 14: cache_size=10**8 allocated about 4.3 GB at load; the slots now grow as pieces
+    come, and a size past the largest supported is refused with a clear error."""
+    import subprocess
+    import sys
+
+    from peek2._bpe import INITIAL_CACHE_SLOTS, MAX_CACHE_SIZE
+
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    with pytest.raises(ValueError, match="cache_size must be an int from 0 to"):
+        Tokenizer.from_file(path, cache_size=10**8)
+    big = Tokenizer.from_file(path, cache_size=MAX_CACHE_SIZE)
+    assert len(big._engine.cache.entries) == 2 * INITIAL_CACHE_SLOTS
+    ref = tokenizers.Tokenizer.from_file(str(path))
+    rng = random.Random(14)
+    words = " ".join("".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(7)) for _ in range(40_000))  # distinct pieces
+    assert big.encode(words) == ref.encode(words).ids == Tokenizer.from_file(path).encode(words)
+    assert big._engine.cache.count > 30_000 and len(big._engine.cache.entries) <= 8 * big._engine.cache.count
+    code = (
+        "import resource, sys\nfrom peek2 import Tokenizer\n"
+        "Tokenizer.from_file(sys.argv[1], cache_size=int(sys.argv[2]))\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    peak = [int(subprocess.run([sys.executable, "-c", code, str(path), str(size)], capture_output=True, text=True, check=True).stdout) for size in (16_384, MAX_CACHE_SIZE)]
+    assert peak[1] - peak[0] < 32 * 1024, f"{peak}: the largest cache_size took {(peak[1] - peak[0]) // 1024} MB more at load"
