@@ -20,13 +20,22 @@ percent at 16K characters) and give the shortest stalls.
 >>> text = await tok.async_decode(ids)                  # doctest: +SKIP
 
 The bound on a stall is the time to encode one slice, plus the pending text the slice makes
-final; one enormous piece (megabytes without a piece boundary) is encoded in one go, since
-its ids depend on all of it.
+final. One enormous piece (a run of one character, megabytes without a piece boundary) has ids
+that depend on all of it, so it cannot be sliced: ``await tok.async_encode("=" * 5_000_000)``
+held the loop 1.8-3.0 s in one slice. When a text's pending piece passes ``OFFLOAD_CHARS``, the
+whole encode moves to a new process (``python -m peek2._encode_worker``: it loads the tokenizer
+from its pickle, about a second, and imports nothing of the caller's program, unlike
+multiprocessing's spawn): the loop only moves the text and the ids through pipes and unpickles
+the ids (a few ms: such a piece has few ids). Cancelling the task kills that process. A tokenizer
+that cannot be pickled (built from a spec in memory) encodes such a text on the loop, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import pickle
+import sys
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from peek2._scan import surrogate_error
@@ -40,6 +49,9 @@ CHUNK_CHARS = 16_384
 
 CHUNK_IDS = 65_536
 """Ids decoded between two yields to the event loop."""
+
+OFFLOAD_CHARS = 1 << 18
+"""Pending characters of one unfinished piece past which ``async_encode`` moves to a worker process."""
 
 
 async def async_encode(
@@ -67,10 +79,52 @@ async def async_encode(
     try:
         for start in range(0, len(text), chunk_chars):
             encoder.feed(text[start : start + chunk_chars], ids)
+            if encoder.pending_chars > OFFLOAD_CHARS and _picklable(tok):
+                return await _encode_in_worker(tok, text, add_special_tokens, split_special_tokens)
             await asyncio.sleep(0)
         return encoder.finish(ids)
     except ValueError as error:  # a lone surrogate, at its index in a slice: give it in text
         raise surrogate_error(text, error) from None
+
+
+# ==== A worker process for texts holding one enormous piece ====
+
+
+def _picklable(tok: Tokenizer) -> bool:
+    return bool(tok._source)
+
+
+async def _encode_in_worker(tok: Tokenizer, text: str, add_special_tokens: bool, split_special_tokens: bool) -> list[int]:
+    """``tok.encode(text, ...)`` in a new process (``peek2._encode_worker``), the loop free meanwhile."""
+    import peek2
+
+    request = pickle.dumps((tok, text, add_special_tokens, split_special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
+    # The child imports the same peek2 as this process, wherever it was found.
+    home = os.path.dirname(os.path.dirname(os.path.abspath(peek2.__file__)))
+    path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "peek2._encode_worker",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    try:
+        out, err = await process.communicate(request)
+    except BaseException:  # cancelled: nobody waits for this text any more
+        if process.returncode is None:
+            process.kill()
+        await process.communicate()  # reaps it and closes its pipes
+        raise
+    if process.returncode != 0:
+        raise RuntimeError(f"peek2's encode worker failed (exit {process.returncode}): {err.decode(errors='replace')[-2000:]}")
+    kind, value = pickle.loads(out)
+    if kind == "error":
+        raise value
+    ids: list[int] = value
+    return ids
 
 
 async def async_encode_batch(
@@ -102,7 +156,7 @@ async def async_encode_batch(
 
 
 async def async_decode(
-    tok: Tokenizer, ids: Sequence[int], skip_special_tokens: bool = False, *, chunk_ids: int = CHUNK_IDS
+    tok: Tokenizer, ids: Sequence[int], skip_special_tokens: bool = True, *, chunk_ids: int = CHUNK_IDS
 ) -> str:
     """``tok.decode(ids, ...)``, yielding to the event loop every ``chunk_ids`` ids."""
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):

@@ -64,7 +64,8 @@ work stays linear in the input. A long run of combining marks is held the same w
 from __future__ import annotations
 
 import codecs
-from typing import TYPE_CHECKING, Iterable, Union
+import operator
+from typing import TYPE_CHECKING, Iterable, SupportsIndex, Union
 
 from peek2._stream import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, plan_of
 
@@ -166,20 +167,32 @@ class StreamDecoder:
     """
 
     def __init__(self, tokenizer: Tokenizer, skip_special_tokens: bool = False, *, prefill: Iterable[int] = ()) -> None:
-        self._table = tokenizer._id_bytes
-        self._skip = tokenizer._special_ids if skip_special_tokens else frozenset()
+        self._tok = tokenizer
+        self._skip = bool(skip_special_tokens)
+        self._table = tokenizer._decode_table(self._skip)  # special tokens empty when skipped
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         if isinstance(prefill, (str, bytes)) or not isinstance(prefill, Iterable):
             raise TypeError(f"prefill must be a sequence of int, not {type(prefill).__name__}")
-        self._utf8.decode(self._bytes(list(prefill)))  # sets the state; the prompt's text is not returned
+        self._utf8.decode(tokenizer.decode_bytes(prefill, self._skip))  # sets the state; the prompt's text is not returned
 
-    def feed(self, token_ids: int | Iterable[int]) -> str:
-        """The text completed by ``token_ids`` (one id or several); "" while a character is incomplete."""
-        if isinstance(token_ids, int) and not isinstance(token_ids, bool):
+    def feed(self, token_ids: SupportsIndex | Iterable[SupportsIndex]) -> str:
+        """The text completed by ``token_ids`` (one id or several); "" while a character is incomplete.
+
+        Ids may be any integers with ``__index__`` (NumPy integers and arrays too), as in ``decode``.
+        """
+        if type(token_ids) is int:  # the usual call: one id
             return self._utf8.decode(self._lookup(token_ids))
-        if isinstance(token_ids, (str, bytes)) or not isinstance(token_ids, Iterable):
+        if isinstance(token_ids, (str, bytes)):
             raise TypeError(f"token_ids must be an int or a sequence of int, not {type(token_ids).__name__}")
-        return self._utf8.decode(self._bytes(token_ids))
+        if isinstance(token_ids, Iterable) and getattr(token_ids, "ndim", 1) != 0:  # (a 0-d array is one id)
+            return self._utf8.decode(self._tok.decode_bytes(token_ids, self._skip))
+        try:
+            token_id = operator.index(token_ids)  # type: ignore[arg-type]  # (a 0-d array)
+        except TypeError:
+            raise TypeError(
+                f"token_ids must be an int or a sequence of int, not {type(token_ids).__name__} ({token_ids!r})"
+            ) from None
+        return self._utf8.decode(self._lookup(token_id))
 
     def finish(self) -> str:
         """The rest: U+FFFD for a UTF-8 sequence the ids left incomplete (as ``decode`` does)."""
@@ -195,12 +208,4 @@ class StreamDecoder:
         data = table[token_id] if 0 <= token_id < len(table) else None
         if data is None:
             raise ValueError(f"token id {token_id} is not in the vocabulary (0..{len(table) - 1})")
-        return b"" if token_id in self._skip else data
-
-    def _bytes(self, token_ids: Iterable[int]) -> bytes:
-        parts = []
-        for token_id in token_ids:
-            if not isinstance(token_id, int) or isinstance(token_id, bool):
-                raise TypeError(f"ids must be int, not {type(token_id).__name__} ({token_id!r})")
-            parts.append(self._lookup(token_id))
-        return b"".join(parts)
+        return data

@@ -428,6 +428,8 @@ class Tokenizer:
         if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
             raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
         values: list[Any] = getattr(ids, "tolist")() if _is_array(ids) else ids if type(ids) is list else list(ids)
+        if not isinstance(values, list):  # a 0-d array
+            raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
         table = self._decode_table(skip_special_tokens)
         try:
             # Indexing takes any __index__ integer; a negative one would index from the end.
@@ -437,7 +439,7 @@ class Tokenizer:
             pass
         for token_id in values:  # name the first id that is wrong
             if not hasattr(type(token_id), "__index__"):
-                raise TypeError(f"ids must be integers, not {type(token_id).__name__} ({token_id!r})")
+                raise TypeError(f"ids must be int, not {type(token_id).__name__} ({token_id!r})")
             index = operator.index(token_id)
             if not 0 <= index < len(table) or table[index] is None:
                 raise ValueError(f"token id {index} is not in the vocabulary (0..{len(table) - 1})")

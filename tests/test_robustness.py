@@ -427,3 +427,64 @@ def test_cache_allocated_as_it_fills(data_dir: Path) -> None:
     )
     peak = [int(subprocess.run([sys.executable, "-c", code, str(path), str(size)], capture_output=True, text=True, check=True).stdout) for size in (16_384, MAX_CACHE_SIZE)]
     assert peak[1] - peak[0] < 32 * 1024, f"{peak}: the largest cache_size took {(peak[1] - peak[0]) // 1024} MB more at load"
+
+
+def test_stream_decoder_as_decode_stream(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """Item 6: the stream decoder refused NumPy integers; it follows tokenizers' DecodeStream
+    (skip_special_tokens false by default) and takes every integer type it takes."""
+    import numpy as np
+    from tokenizers.decoders import DecodeStream
+
+    tok, ref = llama
+    ids = tok.encode("Hello 漢字 <|eot_id|> world 🇫🇷")
+    for skip in (None, False, True):
+        stream = DecodeStream() if skip is None else DecodeStream(skip_special_tokens=skip)
+        expected = "".join(piece for piece in (stream.step(ref, token_id) for token_id in ids) if piece)
+        make = (lambda: tok.stream_decoder()) if skip is None else (lambda: tok.stream_decoder(skip_special_tokens=skip))
+        for form in (lambda i: i, np.int64, np.uint32, lambda i: np.array(i)):
+            decoder = make()
+            assert "".join(decoder.feed(form(token_id)) for token_id in ids) + decoder.finish() == expected
+        decoder = make()
+        assert decoder.feed(np.array(ids)) + decoder.finish() == expected
+    for bad in (3.5, "12", None, [1, 2.5]):
+        with pytest.raises(TypeError):
+            tok.stream_decoder().feed(bad)  # type: ignore[arg-type]
+
+
+def test_async_encode_of_one_enormous_piece_keeps_the_loop_free(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """Item 4: await tok.async_encode("=" * 5_000_000) held the event loop 1.8-3.0 s in one slice;
+    such a text is encoded in a worker process, the loop free meanwhile, and a cancel stops it."""
+    import asyncio
+
+    tok, _ = llama
+    text = "Hello " + "=" * 2_000_000 + " world <|eot_id|>"
+    start = time.perf_counter()
+    expected = tok.encode(text)
+    on_the_loop = time.perf_counter() - start
+
+    async def run() -> tuple[list[int], float]:
+        gaps: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            last = time.perf_counter()
+            while not done.is_set():
+                await asyncio.sleep(0.001)
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        task = asyncio.create_task(ticker())
+        ids = await tok.async_encode(text)
+        done.set()
+        await task
+        cancelled = asyncio.create_task(tok.async_encode(text))
+        await asyncio.sleep(0.2)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        return ids, max(gaps)
+
+    ids, longest_stall = asyncio.run(run())
+    assert ids == expected
+    assert longest_stall < on_the_loop / 4, f"the loop stalled {longest_stall:.3f} s; the encode takes {on_the_loop:.3f} s"
