@@ -162,3 +162,32 @@ def test_decode_help_output_and_special_tokens(data_dir: Path) -> None:
 def test_version_says_compiled() -> None:
     result = peek2("--version")
     assert result.returncode == 0 and "compiled:" in result.stdout
+
+
+def test_interrupt_inside_one_enormous_piece_is_prompt(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 23 item 11: Ctrl-C during the encode of one 20 MB line (a run of "=") took 11.6 s to be
+    honoured; inside an encode call the signal now ends the process at once, with no traceback."""
+    import signal
+    import time
+
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    source = tmp_path / "run.txt"
+    source.write_text("=" * 6_000_000, encoding="utf-8")
+    start = time.perf_counter()
+    whole = subprocess.run([sys.executable, "-m", "peek2", "encode", "--tokenizer", path, str(source)], capture_output=True, text=True)
+    uninterrupted = time.perf_counter() - start
+    assert whole.returncode == 0, whole.stderr
+    process = subprocess.Popen(
+        [sys.executable, "-m", "peek2", "encode", "--tokenizer", path, str(source)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(uninterrupted * 0.6)  # loaded, inside the merge of the run (the run is one piece)
+    sent = time.perf_counter()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    waited = time.perf_counter() - sent
+    assert process.returncode in (130, -signal.SIGINT), stderr
+    assert "Traceback" not in stderr
+    assert waited < uninterrupted / 4, f"{waited:.2f} s to stop; a whole run takes {uninterrupted:.2f} s"
