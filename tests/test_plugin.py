@@ -339,7 +339,7 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
         ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}, NotImplementedError, "GPT-2"),
         ({"type": "Sequence", "pretokenizers": [{**SPLIT, "pattern": {"Regex": r"\p{L}+|\p{N}"}}, BYTE_LEVEL]},
          peek2.UnsupportedPatternError, "nearest family"),
-        ({"type": "Sequence", "pretokenizers": [{**SPLIT, "behavior": "Removed", "invert": True}, BYTE_LEVEL]},
+        ({"type": "Sequence", "pretokenizers": [{**SPLIT, "behavior": "Removed", "invert": False}, BYTE_LEVEL]},
          NotImplementedError, "Isolated"),
         ({"type": "Sequence", "pretokenizers": [{**SPLIT, "pattern": {"String": " "}}, BYTE_LEVEL]}, NotImplementedError, "Regex"),
     ],
@@ -357,9 +357,20 @@ def test_patch_accepts_the_supported_pipeline() -> None:
     assert tok.encode("Hi  there").tokens == ["H", "i", "Ġ", "Ġ", "t", "h", "e", "r", "e"]
 
 
+def test_patch_accepts_split_removed_inverted() -> None:
+    # Removed with invert keeps the matches, which for a family pattern cover every character
+    # (issue 24: hub ports of cl100k are written that way): the same pieces as Isolated.
+    pipeline = {"type": "Sequence", "pretokenizers": [{**SPLIT, "behavior": "Removed", "invert": True}, BYTE_LEVEL]}
+    original, tok = with_pre_tokenizer(pipeline), peek2.patch(with_pre_tokenizer(pipeline))
+    assert patched_family(tok) == "llama3"
+    for text in ("Hi  there", "I'm 12345!\n\n  ok", "漢字 \t x"):
+        assert tok.encode(text).tokens == original.encode(text).tokens
+        assert tok.encode(text).offsets == original.encode(text).offsets
+
+
 def test_patch_refuses_gpt4o_and_custom_and_non_tokenizers(data_dir: Path) -> None:
-    with pytest.raises(NotImplementedError, match="Isolated"):
-        peek2.patch(load(data_dir, "gpt4o"))  # Split(Removed, invert) of another pattern
+    with pytest.raises(peek2.UnsupportedPatternError, match="nearest family"):
+        peek2.patch(load(data_dir, "gpt4o"))  # Split(Removed, invert) of o200k's pattern, not yet a family
     with pytest.raises(NotImplementedError, match="Split"):
         peek2.patch(load(data_dir, "deepseek-v3"))  # three Splits
     tok = load(data_dir, "llama3.1")
