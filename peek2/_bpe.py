@@ -917,6 +917,7 @@ class PlainEncode:
         prefix: list[int],
         suffix: list[int],
         fallback: Any,
+        any_token: Any = None,
     ) -> None:
         self.engine: Final = engine
         self.needles: Final = needles  # (first character, the start of an added token)
@@ -926,6 +927,7 @@ class PlainEncode:
         self.prefix: Final = prefix
         self.suffix: Final = suffix
         self.fallback: Final = fallback
+        self.any_token: Final = any_token  # None, or a search for a whole added token (see Tokenizer._plain)
 
     def __reduce__(self) -> tuple[object, tuple[object, str]]:
         # Pickled as the tokenizer's attribute, like a bound method (``pool.map(tok.encode, ...)``):
@@ -943,7 +945,9 @@ class PlainEncode:
             return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
         for first, needle in self.needles:
             if first in text and needle in text:
-                return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
+                if self.any_token is None or self.any_token(text) is not None:
+                    return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
+                break  # it only starts like an added token: the plain path
         normal: str = text
         normalize = self.normalize
         if normalize is not None and not (self.ascii_is_normal and text.isascii()):

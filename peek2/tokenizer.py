@@ -26,6 +26,7 @@ import hashlib
 import operator
 import os
 import pickle
+import re
 import threading
 import types
 from dataclasses import dataclass
@@ -135,6 +136,11 @@ class Tokenizer:
         # safe): "<|", not "<", for Llama-3 and Qwen, so source code's "<" costs no matcher call.
         needles = self._raw_matcher.needles | self._normalized_matcher.needles | {t.content[:2] for t in self._added if t.content}
         self._needles = [(needle[0], needle) for needle in sorted(needles)]
+        # Whether a whole added token occurs, asked in C when a needle does (text that only starts
+        # like one, "<|im_start|" or "<think", then takes the plain path): every content, raw and
+        # normalized, longest first.
+        contents = sorted(set(self._raw_matcher.by_content) | set(self._normalized_matcher.by_content), key=len, reverse=True)
+        self._any_token = re.compile("|".join(map(re.escape, contents))).search if contents else None
         # A normalizer may turn non-ASCII text into a normalized token's characters (NFC: U+212A
         # KELVIN SIGN -> "K"), so the raw text's needles do not rule those tokens out.
         self._normalized_tokens = bool(self._normalized_matcher.by_content) and spec.normalizer is not None
@@ -154,6 +160,7 @@ class Tokenizer:
                 self._prefix_ids,
                 self._suffix_ids,
                 types.MethodType(Tokenizer.encode, self),
+                self._any_token,
             )
 
     # ==== Loading ====
@@ -352,7 +359,9 @@ class Tokenizer:
         for first, needle in self._needles:
             # CPython finds one character with memchr, two 30x slower (0.9 us for 1 KB): first one.
             if first in text and needle in text:
-                return False
+                # Raw text is the normalized text here (ASCII, or no normalized tokens): no whole
+                # content in it means no match for either matcher.
+                return self._any_token is None or self._any_token(text) is None
         return True
 
     def encode_ordinary(self, text: str) -> list[int]:
