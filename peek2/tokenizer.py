@@ -40,7 +40,6 @@ from peek2 import huge_pages
 from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
 from peek2._scan import surrogate_error
 from peek2.added_tokens import AddedTokenMatcher
-from peek2.added_tokens import AddedTokenMatcher as _AddedTokenMatcher  # noqa: F401  (tests)
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes

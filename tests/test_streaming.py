@@ -20,8 +20,9 @@ from tokenizers.decoders import DecodeStream
 from compliance.xnli import LANGUAGES, iter_xnli_tsv
 from conftest import fuzz_examples
 from peek2 import streaming
+from peek2.added_tokens import AddedTokenMatcher
 from peek2.spec import AddedToken
-from peek2.tokenizer import Tokenizer, _AddedTokenMatcher
+from peek2.tokenizer import Tokenizer
 from test_fuzz import ATOMS
 
 MODELS = ["llama3.1", "qwen2"]
@@ -251,7 +252,7 @@ def test_normalized_added_tokens_are_refused(tok: Tokenizer) -> None:
     normalized = object.__new__(Tokenizer)  # copy.copy would reload it from its file (__reduce__)
     normalized.__dict__.update(tok.__dict__)
     token = AddedToken(id=5, content="<n>", normalized=True)
-    normalized._normalized_matcher = _AddedTokenMatcher([token], tok._normalize)
+    normalized._normalized_matcher = AddedTokenMatcher([token], tok._normalize)
     with pytest.raises(NotImplementedError, match="normalized=true"):
         normalized.stream_encoder()
 
