@@ -145,8 +145,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from librt.strings import BytesWriter, write_i16_le, write_i32_le
 from librt.vecs import append, vec
-from mypy_extensions import i64
+from mypy_extensions import i16, i32, i64
 
 from peek2._scan import piece_end, surrogate_error
 
@@ -747,6 +748,26 @@ class BytePairEncoder:
             result[size + k] = shared[token_id]
         self._give_back(ids)
         return result
+
+    def write_ids(self, text: str, out: BytesWriter, wide: bool) -> i64:
+        """Write the ids of ``text`` to ``out`` as little-endian int32 if ``wide``, else uint16; returns their number.
+
+        For arrays of ids (``Tokenizer.encode_batch_flat``, ``peek2.corpus``): no list and no
+        list slot a id. The caller checks that uint16 holds every id of the vocabulary.
+        """
+        count = self._run(text, len(text), True)
+        ids = self._take_ids()
+        if wide:
+            for k in range(count):
+                write_i32_le(out, i32(ids[k]))
+        else:
+            for k in range(count):
+                value = ids[k]
+                if value >= 32768:  # the same two bytes as uint16 (this typeshed has no write_u16_le)
+                    value -= 65536
+                write_i16_le(out, i16(value))
+        self._give_back(ids)
+        return count
 
     def count(self, text: str) -> int:
         """The number of ids ``encode`` would append, without keeping them."""

@@ -3,6 +3,8 @@
     peek2 encode [--model NAME | --tokenizer PATH] [--json] [--no-special] [FILE|-]
     peek2 decode [--model NAME | --tokenizer PATH] [--keep-special-tokens] [--exact] [FILE|-]
     peek2 split  [--pattern FAMILY] [--offsets] [FILE|-]
+    peek2 tokenize INPUT... --tokenizer NAME_OR_FILE --output PREFIX --format megatron|llmc|parquet
+                 [--workers N] [--text-key text] [--append-eos] [--resume] [--skip-bad] [--quiet] ...
     peek2 --version
 
 Input and output are UTF-8 (bytes are read as they are: no newline translation). ``encode``
@@ -328,6 +330,71 @@ def _split(args: argparse.Namespace, out: _Output) -> int:
     return 0
 
 
+def _tokenize(args: argparse.Namespace, out: _Output) -> int:
+    # Imported here: the corpus package needs NumPy (peek2[corpus]), the other commands do not.
+    try:
+        from peek2 import corpus
+    except ImportError as error:
+        raise CliError(f"peek2 tokenize needs {error.name}: pip install 'peek2[corpus]'") from None
+    try:
+        stats = corpus.tokenize(
+            args.inputs,
+            tokenizer=args.tokenizer,
+            output=args.output,
+            format=args.format,
+            workers=args.workers,
+            text_key=args.text_key,
+            append_eos=args.append_eos,
+            eos_token=args.eos_token,
+            add_special_tokens=args.add_special_tokens,
+            shard_size=args.shard_size,
+            resume=args.resume,
+            skip_bad=args.skip_bad,
+            force=args.force,
+            quiet=args.quiet,
+            progress="lines" if args.progress_lines else "auto",
+            unit_bytes=args.unit_bytes,
+            checkpoint_seconds=args.checkpoint_seconds,
+        )
+    except (corpus.CorpusError, corpus.CorpusInputError) as error:
+        raise CliError(str(error)) from None
+    except FileNotFoundError as error:
+        raise CliError(f"file not found: {error.filename or error}") from None
+    except (LookupError, ValueError, NotImplementedError) as error:  # the tokenizer
+        raise CliError(str(error)) from None
+    except OSError as error:
+        raise OutputError(f"cannot write {args.output}: {error.strerror or error}") from None
+    if not args.quiet:
+        print(
+            f"peek2 tokenize: {stats.documents:,} documents, {stats.tokens:,} tokens "
+            f"({stats.tokens_per_document:.1f} a document), {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s"
+            + (f", {stats.rejected:,} rejected (see {args.output}.rejects.jsonl)" if stats.rejected else "")
+            + f"; wrote {', '.join(stats.outputs[:3])}{' ...' if len(stats.outputs) > 3 else ''}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _tokenize_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl[.gz|.zst], .parquet, .txt, a folder, a glob, or a saved datasets dataset")
+    parser.add_argument("--tokenizer", required=True, help="a tokenizer.json, a folder holding one, or a named model")
+    parser.add_argument("--output", required=True, metavar="PREFIX", help="prefix of the output files (folders are made)")
+    parser.add_argument("--format", required=True, choices=["megatron", "llmc", "parquet"])
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: every core)")
+    parser.add_argument("--text-key", default="text", help="JSON field or column holding the text (default: text)")
+    parser.add_argument("--append-eos", action="store_true", help="end every non-empty document with the end-of-text token (Megatron's --append-eod)")
+    parser.add_argument("--eos-token", default=None, help="the end-of-text token (default: the first of <|endoftext|>, <|end_of_text|>, ... the tokenizer has)")
+    parser.add_argument("--add-special-tokens", action="store_true", help="add the tokenizer's own special tokens (BOS) to every document")
+    parser.add_argument("--shard-size", type=int, default=10**8, help="llmc: ids a shard (default 100,000,000)")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
+    parser.add_argument("--skip-bad", action="store_true", help="skip bad documents, listing each in PREFIX.rejects.jsonl")
+    parser.add_argument("--force", action="store_true", help="replace existing outputs (and an interrupted run's work)")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    parser.add_argument("--progress-lines", action="store_true", help="plain progress lines even on a terminal")
+    parser.add_argument("--unit-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)
+    parser.add_argument("--checkpoint-seconds", type=float, default=10.0, help=argparse.SUPPRESS)
+
+
 def _model_options(parser: argparse.ArgumentParser, reads: str) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model", default="llama3", help="named model (default llama3; see peek2.models)")
@@ -368,6 +435,13 @@ def main(argv: list[str] | None = None) -> int:
     split.add_argument("--pattern", default="llama3", help=f"family ({', '.join(peek2.PATTERNS)}) or pattern string")
     split.add_argument("--offsets", action="store_true", help="print start, end and piece, tab-separated")
     split.set_defaults(run=_split)
+    tokenize = commands.add_parser(
+        "tokenize",
+        help="tokenize a corpus into training files (Megatron .bin/.idx, llm.c shards, Parquet)",
+        description="Tokenize a corpus on every core into the files training stacks read; see docs/corpus.md.",
+    )
+    _tokenize_options(tokenize)
+    tokenize.set_defaults(run=_tokenize)
     args = parser.parse_args(argv)
     out = _Output()
     try:

@@ -1,0 +1,12 @@
+"""Corpus tokenization: JSONL, Parquet, text files or a saved ``datasets`` dataset to the token
+files training stacks read (Megatron-Core's indexed dataset, llm.c shards, Parquet), on every core,
+crash-safe and resumable. ``peek2 tokenize`` on the command line; docs/corpus.md.
+
+    >>> import peek2.corpus
+    >>> stats = peek2.corpus.tokenize("corpus.jsonl", tokenizer="llama3", output="out/corpus", format="megatron")  # doctest: +SKIP
+"""
+
+from peek2.corpus.inputs import CorpusInputError
+from peek2.corpus.run import FORMATS, CorpusError, RunStats, tokenize
+
+__all__ = ["FORMATS", "CorpusError", "CorpusInputError", "RunStats", "tokenize"]

@@ -1,0 +1,320 @@
+"""The documents of a corpus, in input order, cut into units of work for the tokenizing workers.
+
+Inputs (``find_inputs``): JSONL (``.jsonl``/``.json``, also ``.gz`` and ``.zst``: one JSON object a
+line, the text under a key), Parquet (the text column), plain text (``.txt``: one document a
+file), a folder (every such file below it, in sorted order, or a ``datasets`` dataset saved with
+``save_to_disk``), or a glob of them.
+
+The reading process does as little as it can, so that one reader feeds many workers: JSONL goes
+out as raw lines (the workers decode, parse and check them), Parquet and Arrow as Arrow arrays.
+A unit never spans two files, and where units end depends only on the input: the same input
+gives the same units, whatever the number of workers, so outputs are identical and a resumed
+run starts at a unit boundary (``Cursor``).
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import IO, Any, Iterator
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+COMPRESSED = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+PARQUET_SUFFIXES = (".parquet",)
+TEXT_SUFFIXES = (".txt",)
+FINGERPRINT_BYTES = 1 << 20
+ARROW_BATCH_ROWS = 1024  # Parquet rows read at a time: a unit ends at the end of a batch
+
+
+class CorpusInputError(ValueError):
+    """An input that cannot be read as asked: names the file (and line or row) and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file (or one Arrow file of a saved ``datasets`` dataset)."""
+
+    path: str
+    kind: str  # "jsonl", "parquet", "arrow", "text"
+    compression: str  # "", "gzip", "zstd"
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Size, mtime and a hash of the first and last MB: what a resumed run must find again."""
+        stat = os.stat(self.path)
+        digest = hashlib.sha256()
+        with open(self.path, "rb") as handle:
+            digest.update(handle.read(FINGERPRINT_BYTES))
+            if stat.st_size > FINGERPRINT_BYTES:
+                handle.seek(max(FINGERPRINT_BYTES, stat.st_size - FINGERPRINT_BYTES))
+                digest.update(handle.read(FINGERPRINT_BYTES))
+        return {"path": os.path.abspath(self.path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where reading stands: the next unit starts at ``position`` of source ``source``.
+
+    ``position``: for JSONL the (decompressed) byte offset, with ``line`` its line number; for
+    Parquet and Arrow the row; for text files 0 (a file is one document).
+    """
+
+    source: int = 0
+    position: int = 0
+    line: int = 1
+
+    def to_json(self) -> dict[str, int]:
+        return {"source": self.source, "position": self.position, "line": self.line}
+
+    @staticmethod
+    def from_json(data: dict[str, int]) -> Cursor:
+        return Cursor(int(data["source"]), int(data["position"]), int(data["line"]))
+
+
+@dataclass
+class Unit:
+    """A unit of work: documents of one source, as the worker gets them."""
+
+    kind: str  # "jsonl": payload bytes of whole lines; "arrow": a pyarrow array; "text": list of (source, bytes)
+    payload: Any
+    source: int  # the source of the first document
+    line: int  # JSONL: line of the first line; Arrow: row of the first row
+    input_bytes: int  # input bytes consumed (compressed bytes for compressed files), for progress
+    end: Cursor  # the cursor after this unit
+
+
+def _kind(path: str) -> tuple[str, str] | None:
+    lower = path.lower()
+    compression = ""
+    for suffix, name in COMPRESSED.items():
+        if lower.endswith(suffix):
+            compression = name
+            lower = lower[: -len(suffix)]
+            break
+    if lower.endswith(JSONL_SUFFIXES):
+        return "jsonl", compression
+    if compression:
+        return None
+    if lower.endswith(PARQUET_SUFFIXES):
+        return "parquet", ""
+    if lower.endswith(TEXT_SUFFIXES):
+        return "text", ""
+    return None
+
+
+def _saved_dataset(folder: str) -> list[Source] | None:
+    """The Arrow files of a ``datasets`` dataset saved with ``save_to_disk``, in order, or None."""
+    state_path = os.path.join(folder, "state.json")
+    if os.path.isfile(os.path.join(folder, "dataset_dict.json")):
+        with open(os.path.join(folder, "dataset_dict.json"), encoding="utf-8") as handle:
+            splits = json.load(handle).get("splits", [])
+        raise CorpusInputError(
+            f"{folder} is a DatasetDict ({', '.join(map(str, splits))}): give the folder of one split, "
+            f"e.g. {os.path.join(folder, str(splits[0]) if splits else 'train')}"
+        )
+    if not os.path.isfile(state_path):
+        return None
+    with open(state_path, encoding="utf-8") as handle:
+        state = json.load(handle)
+    files = state.get("_data_files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("filename"), str) for f in files):
+        raise CorpusInputError(f"{state_path}: no list of data files ('_data_files'): not a dataset saved by save_to_disk")
+    return [Source(os.path.join(folder, f["filename"]), "arrow", "") for f in files]
+
+
+def find_inputs(inputs: list[str]) -> list[Source]:
+    """The input files named by ``inputs`` (files, folders, globs), in order.
+
+    Raises:
+        CorpusInputError: a path that does not exist or matches nothing, a file of unknown kind,
+            a folder with no input file.
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]  # type: ignore[list-item]
+    sources: list[Source] = []
+    for given in inputs:
+        name = os.fspath(given)
+        if os.path.isdir(name):
+            saved = _saved_dataset(name)
+            if saved is not None:
+                sources.extend(saved)
+                continue
+            found = []
+            for root, dirs, files in os.walk(name):
+                dirs.sort()
+                for file in sorted(files):
+                    path = os.path.join(root, file)
+                    kind = _kind(path)
+                    if kind is not None:
+                        found.append(Source(path, *kind))
+            if not found:
+                raise CorpusInputError(f"{name}: no input files in this folder (.jsonl, .jsonl.gz, .jsonl.zst, .parquet, .txt)")
+            sources.extend(found)
+        elif os.path.exists(name):
+            kind = _kind(name)
+            if kind is None:
+                raise CorpusInputError(
+                    f"{name}: unknown kind of input (expected .jsonl/.json/.ndjson, optionally .gz or .zst, .parquet or .txt)"
+                )
+            sources.append(Source(name, *kind))
+        elif glob.has_magic(name):
+            matches = sorted(glob.glob(name, recursive=True))
+            files = [m for m in matches if os.path.isfile(m) and _kind(m) is not None]
+            if not files:
+                raise CorpusInputError(f"{name}: the pattern matches no input file")
+            sources.extend(Source(m, *_kind(m)) for m in files)  # type: ignore[misc]
+        else:
+            raise CorpusInputError(f"{name}: no such file or folder")
+    return sources
+
+
+def _open_binary(source: Source) -> IO[bytes]:
+    try:
+        if source.compression == "gzip":
+            return gzip.GzipFile(source.path, "rb")  # type: ignore[return-value]  # (owns and closes its file)
+        raw = open(source.path, "rb")
+    except OSError as error:
+        raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+    if source.compression == "zstd":
+        try:
+            import zstandard
+        except ImportError:
+            raw.close()
+            raise CorpusInputError(f"{source.path}: reading .zst needs the zstandard package (pip install 'peek2[corpus]')") from None
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)  # type: ignore[no-any-return]
+    return raw
+
+
+def _raw_position(handle: IO[bytes], source: Source) -> int:
+    """Bytes of the file itself read so far (the compressed position for compressed files)."""
+    if source.compression == "gzip":
+        return handle.fileobj.tell()  # type: ignore[attr-defined, no-any-return]
+    if source.compression == "zstd":
+        return int(handle.tell())  # (decompressed; close enough for progress)
+    return handle.tell()
+
+
+def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: str) -> Iterator[Unit]:
+    """The units of ``sources`` from ``start`` on, each about ``unit_bytes`` of input."""
+    text_batch: list[tuple[int, bytes]] = []
+    text_bytes = 0
+    for index in range(start.source, len(sources)):
+        source = sources[index]
+        first = start if index == start.source else Cursor(index)
+        if source.kind == "text":
+            try:
+                with open(source.path, "rb") as handle:
+                    data = handle.read()
+            except OSError as error:
+                raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+            text_batch.append((index, data))
+            text_bytes += len(data)
+            last = index + 1 == len(sources) or sources[index + 1].kind != "text"
+            if text_bytes >= unit_bytes or last:
+                yield Unit("text", text_batch, text_batch[0][0], 0, text_bytes, Cursor(index + 1))
+                text_batch, text_bytes = [], 0
+        elif source.kind == "jsonl":
+            yield from _jsonl_units(source, index, first, unit_bytes)
+        else:
+            yield from _arrow_units(source, index, first, unit_bytes, text_key)
+
+
+def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> Iterator[Unit]:
+    handle = _open_binary(source)
+    try:
+        position, line = first.position, first.line
+        if position:
+            if source.compression:
+                skipped = 0
+                while skipped < position:  # a compressed stream cannot seek: read up to the cursor
+                    data = handle.read(min(unit_bytes, position - skipped))
+                    if not data:
+                        raise CorpusInputError(f"{source.path}: shorter than when the run began")
+                    skipped += len(data)
+            else:
+                handle.seek(position)
+        carry = b""
+        consumed = _raw_position(handle, source)
+        while True:
+            try:
+                data = handle.read(unit_bytes)
+            except (OSError, EOFError, gzip.BadGzipFile) as error:
+                raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
+            except Exception as error:  # zstandard.ZstdError, ...
+                raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
+            if not data:
+                if carry:  # a last line without its newline
+                    now = _raw_position(handle, source)
+                    yield Unit("jsonl", carry, index, line, now - consumed, Cursor(index + 1))
+                return
+            block = carry + data
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # one line longer than a unit: read on
+                carry = block
+                continue
+            lines, carry = block[:cut], block[cut:]
+            now = _raw_position(handle, source)
+            end = Cursor(index, position + cut, line + lines.count(b"\n"))
+            yield Unit("jsonl", lines, index, line, now - consumed, end)
+            consumed = now
+            position, line = end.position, end.line
+    finally:
+        handle.close()
+
+
+def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, text_key: str) -> Iterator[Unit]:
+    import pyarrow as pa
+
+    try:
+        if source.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            parquet = pq.ParquetFile(source.path)
+            schema = parquet.schema_arrow
+            rows = parquet.metadata.num_rows
+            batches: Iterator[Any] = iter(())
+            if text_key in schema.names:
+                batches = (batch.column(0) for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=[text_key]))
+        else:
+            reader = pa.ipc.open_stream(pa.memory_map(source.path, "r"))
+            schema = reader.schema
+            table = reader.read_all()
+            rows = table.num_rows
+            batches = (c for c in (table.column(text_key).chunks if text_key in schema.names else []))
+    except CorpusInputError:
+        raise
+    except Exception as error:
+        raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {error}") from None
+    if text_key not in schema.names:
+        raise CorpusInputError(f"{source.path}: no column {text_key!r} (columns: {', '.join(schema.names)}); choose one with --text-key")
+    column_type = schema.field(text_key).type
+    if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
+        raise CorpusInputError(f"{source.path}: column {text_key!r} holds {column_type}, not strings")
+    size = os.path.getsize(source.path)
+    row = 0
+    pending: list[Any] = []
+    pending_bytes = 0
+    start_row = first.position
+    for array in batches:
+        length = len(array)
+        if row + length <= start_row:
+            row += length
+            continue
+        if row < start_row:
+            array = array.slice(start_row - row)
+            row = start_row
+        if len(array):
+            pending.append(array)
+            pending_bytes += array.nbytes
+            row += len(array)
+            if pending_bytes >= unit_bytes:
+                unit_rows = sum(len(a) for a in pending)
+                merged = pa.concat_arrays(pending)
+                yield Unit("arrow", merged, index, row - unit_rows, int(size * unit_rows / max(rows, 1)), Cursor(index, row, 1))
+                pending, pending_bytes = [], 0
+    if pending:
+        unit_rows = sum(len(a) for a in pending)
+        yield Unit("arrow", pa.concat_arrays(pending), index, row - unit_rows, int(size * unit_rows / max(rows, 1)), Cursor(index + 1))

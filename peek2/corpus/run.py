@@ -1,0 +1,541 @@
+"""``peek2.corpus.tokenize``: a corpus to token files, on every core, crash-safe and resumable.
+
+The reading process cuts the input into units (``inputs.read_units``: about ``unit_bytes`` of
+input each, never across files), hands them to worker processes (each holds the tokenizer, loaded
+once: forked on Linux, unpickled by source elsewhere), at most ``2 * workers`` at a time, and
+writes their results in input order as they come back: memory is bounded by the window, the
+output does not depend on the number of workers. Workers parse and check the documents and write
+ids as machine integers (``Tokenizer._write_flat``): no Python int or list a id crosses a pipe.
+
+Crash safety (docs/corpus.md): everything is written in ``PREFIX.peek2-work/``; every
+``checkpoint_seconds`` the writers fsync and a manifest (inputs' fingerprints, tokenizer hash,
+options, the cursor after the last unit written, the writers' state) replaces the previous one
+atomically. ``resume=True`` truncates the work files to the manifest's state and reads on from its
+cursor: the files are byte-identical to those of an uninterrupted run. Final names are given
+only to complete files (``writers.publish``).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator
+
+import numpy
+from librt.strings import BytesWriter
+
+from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
+from peek2.corpus.progress import Progress
+from peek2.corpus.writers import WRITERS, Writer, fsync_path, publish, token_dtype
+from peek2.tokenizer import Tokenizer
+
+FORMATS = tuple(WRITERS)
+UNIT_BYTES = 4 << 20
+DEFAULT_SHARD_SIZE = 10**8  # ids a llm.c shard (fineweb.py's default)
+EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "<|end▁of▁sentence|>", "</s>", "<eos>")
+MANIFEST_VERSION = 1
+# Options that decide the output: a resumed run must have the same ones.
+OUTPUT_OPTIONS = ("format", "text_key", "append_eos", "eos_id", "add_special_tokens", "shard_size", "unit_bytes", "dtype")
+
+
+class CorpusError(Exception):
+    """A run that cannot start or go on (bad options, refused resume, output in the way)."""
+
+
+@dataclass
+class RunStats:
+    """What a run did (also written as ``PREFIX.summary.json``)."""
+
+    documents: int = 0  # documents written (empty ones included)
+    tokens: int = 0  # ids written (delimiters included)
+    empty_documents: int = 0
+    rejected: int = 0  # bad documents skipped (skip_bad), each in PREFIX.rejects.jsonl
+    blank_lines: int = 0  # JSONL lines with only white space (not documents)
+    input_bytes: int = 0
+    seconds: float = 0.0  # of this process (a resumed run: since it resumed)
+    tokens_per_document: float = 0.0
+    format: str = ""
+    workers: int = 0
+    resumed: bool = False
+    outputs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Options:
+    format: str
+    text_key: str
+    append_eos: bool
+    eos_id: int
+    add_special_tokens: bool
+    shard_size: int
+    unit_bytes: int
+    dtype: str
+    skip_bad: bool
+
+
+@dataclass
+class UnitResult:
+    ids: bytes
+    lengths: Any  # numpy int64, one a document written
+    rejects: list[tuple[int, int, str]]  # (source, line or row, reason)
+    blank_lines: int
+
+
+# ==== Workers ====
+
+_worker: tuple[Tokenizer, Options, list[str]] | None = None
+
+
+def _init_worker(tokenizer: Tokenizer, options: Options, paths: list[str], parent: int, lock_fd: int) -> None:
+    global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt does
+    if lock_fd >= 0:
+        # A forked worker shares the parent's lock on the work folder: let go of it, so that a
+        # run resumed after the parent was killed never finds the folder locked by an orphan.
+        with contextlib.suppress(OSError):
+            os.close(lock_fd)
+    if sys.platform.startswith("linux"):
+        # A parent killed (SIGKILL) takes its workers with it, at once and without a word.
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+    _worker = (tokenizer, options, paths)
+
+
+def _encode_in_worker(unit: Unit) -> UnitResult:
+    assert _worker is not None
+    return encode_unit(unit, *_worker)
+
+
+def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[str]) -> UnitResult:
+    """Parse, check and encode the documents of one unit."""
+    texts: list[str] = []
+    where: list[tuple[int, int]] = []
+    rejects: list[tuple[int, int, str]] = []
+    blank = 0
+
+    def bad(source: int, line: int, reason: str) -> None:
+        if not options.skip_bad:
+            raise CorpusInputError(f"{_location(paths, unit.kind, source, line)}: {reason}")
+        rejects.append((source, line, reason))
+
+    if unit.kind == "jsonl":
+        lines = unit.payload.split(b"\n")
+        if unit.payload.endswith(b"\n"):
+            lines.pop()
+        key = options.text_key
+        for k, raw in enumerate(lines):
+            line = unit.line + k
+            try:
+                decoded = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad(unit.source, line, f"invalid UTF-8 (byte 0x{raw[error.start]:02X} at byte {error.start} of the line)")
+                continue
+            if not decoded.strip():
+                blank += 1
+                continue
+            try:
+                record = json.loads(decoded)
+            except ValueError as error:
+                bad(unit.source, line, f"malformed JSON: {error}")
+                continue
+            if not isinstance(record, dict):
+                bad(unit.source, line, f"a JSON {type(record).__name__}, not an object")
+                continue
+            if key not in record:
+                bad(unit.source, line, f"no field {key!r}")
+                continue
+            text = record[key]
+            if not isinstance(text, str):
+                bad(unit.source, line, f"field {key!r} is {'null' if text is None else type(text).__name__}, not a string")
+                continue
+            texts.append(text)
+            where.append((unit.source, line))
+    elif unit.kind == "arrow":
+        for k, text in enumerate(unit.payload.to_pylist()):
+            if text is None:
+                bad(unit.source, unit.line + k, f"column {options.text_key!r} is null")
+                continue
+            texts.append(text)
+            where.append((unit.source, unit.line + k))
+    else:
+        for source, data in unit.payload:
+            try:
+                texts.append(data.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                line = data.count(b"\n", 0, error.start) + 1
+                bad(source, line, f"invalid UTF-8 (byte 0x{data[error.start]:02X} at byte offset {error.start})")
+                continue
+            where.append((source, 0))
+    wide = options.dtype != "uint16"
+    first_id = options.eos_id if options.format == "llmc" else -1
+    last_id = options.eos_id if options.append_eos else -1
+    out = BytesWriter()
+    try:
+        lengths = tokenizer._write_flat(texts, out, wide, options.add_special_tokens, False, first_id, last_id)
+    except ValueError:  # a lone surrogate (from a JSON escape): find it, one document at a time
+        out = BytesWriter()
+        lengths = []
+        for text, (source, line) in zip(texts, where):
+            mark = len(out)
+            try:
+                lengths.extend(tokenizer._write_flat([text], out, wide, options.add_special_tokens, False, first_id, last_id))
+            except ValueError as error:
+                out.truncate(mark)
+                bad(source, line, str(error).replace("texts[0]: ", ""))
+    return UnitResult(out.getvalue(), numpy.array(lengths, dtype=numpy.int64), rejects, blank)
+
+
+def _location(paths: list[str], kind: str, source: int, line: int) -> str:
+    if kind == "jsonl" or (kind == "text" and line):
+        return f"{paths[source]}:{line}"
+    if kind == "arrow":
+        return f"{paths[source]} row {line}"
+    return paths[source]
+
+
+# ==== The run ====
+
+
+def _load_tokenizer(tokenizer: Tokenizer | str | os.PathLike[str]) -> Tokenizer:
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    if not isinstance(tokenizer, (str, os.PathLike)):
+        raise TypeError(f"tokenizer must be a Tokenizer, a path or a model name, not {type(tokenizer).__name__}")
+    name = os.fspath(tokenizer)
+    if os.path.isfile(name):
+        return Tokenizer.from_file(name)
+    return Tokenizer.from_pretrained(name)
+
+
+def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
+    names = (eos_token,) if eos_token is not None else EOS_CANDIDATES
+    for name in names:
+        token_id = tokenizer.token_to_id(name)
+        if token_id is not None:
+            return token_id
+    if eos_token is not None:
+        raise CorpusError(f"eos_token {eos_token!r} is not a token of this tokenizer")
+    raise CorpusError(f"this tokenizer has none of the usual end-of-text tokens ({', '.join(EOS_CANDIDATES)}): name one with eos_token (--eos-token)")
+
+
+class _Run:
+    """One run's files: the work folder, its lock and manifest."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.work = output + ".peek2-work"
+        self.manifest_path = os.path.join(self.work, "manifest.json")
+        self.rejects_path = os.path.join(self.work, "rejects.jsonl")
+        self.summary_path = output + ".summary.json"
+        self.lock: Any = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        self.lock = open(os.path.join(self.work, "lock"), "a")
+        try:
+            fcntl.flock(self.lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.lock.close()
+            raise CorpusError(f"another run is writing {self.output} (its work folder {self.work} is locked)") from None
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
+
+    def save_manifest(self, manifest: dict[str, Any]) -> None:
+        tmp = self.manifest_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(manifest, handle, indent=1)
+        publish(tmp, self.manifest_path)
+
+
+def tokenize(
+    inputs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    tokenizer: Tokenizer | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    format: str = "megatron",
+    workers: int | None = None,
+    text_key: str = "text",
+    append_eos: bool = False,
+    eos_token: str | None = None,
+    add_special_tokens: bool = False,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    resume: bool = False,
+    skip_bad: bool = False,
+    force: bool = False,
+    quiet: bool = False,
+    progress: str = "auto",
+    unit_bytes: int = UNIT_BYTES,
+    checkpoint_seconds: float = 10.0,
+) -> RunStats:
+    """Tokenize a corpus into training-ready token files; returns the run's statistics.
+
+    See docs/corpus.md for the inputs, the formats (``"megatron"``, ``"llmc"``, ``"parquet"``),
+    resuming and bad input.
+
+    Raises:
+        CorpusInputError: bad input (file and line named), unless ``skip_bad``.
+        CorpusError: bad options, an output in the way, a refused resume.
+    """
+    started = time.monotonic()
+    if format not in WRITERS:
+        raise CorpusError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if not isinstance(workers, int) or workers < 1:
+        raise CorpusError(f"workers must be a positive int, not {workers!r}")
+    if not isinstance(shard_size, int) or not 0 < shard_size < 1 << 31:
+        raise CorpusError(f"shard_size must be from 1 to 2**31 - 1 ids (llm.c's limit), not {shard_size!r}")
+    if not isinstance(unit_bytes, int) or unit_bytes < 1:
+        raise CorpusError(f"unit_bytes must be a positive int, not {unit_bytes!r}")
+    if format == "llmc" and append_eos:
+        raise CorpusError("append_eos (--append-eos) does not apply to llmc: its shards already start every document with the end-of-text token, as llm.c's fineweb.py writes them")
+    if progress not in ("auto", "bar", "lines", "quiet"):
+        raise CorpusError(f"progress must be 'auto', 'bar', 'lines' or 'quiet', not {progress!r}")
+    if quiet:
+        progress = "quiet"
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    sources = find_inputs([os.fspath(i) for i in inputs])
+    tok = _load_tokenizer(tokenizer)
+    digest = tok._content_digest()
+    if not digest:
+        raise CorpusError("the tokenizer must be loaded from a file or a named model (its content is hashed for --resume)")
+    eos_id = _eos_id(tok, eos_token) if (append_eos or format == "llmc") else -1
+    options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, token_dtype(format, tok.vocab_size), skip_bad)
+    output = os.fspath(output)
+    if os.path.dirname(output):
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+    run = _Run(output)
+    fingerprints = [s.fingerprint() for s in sources]
+    option_values = {name: getattr(options, name) for name in OUTPUT_OPTIONS}
+    manifest: dict[str, Any]
+
+    if resume:
+        if not os.path.isdir(run.work):
+            if os.path.exists(run.summary_path):
+                with open(run.summary_path, encoding="utf-8") as handle:
+                    return RunStats(**json.load(handle))
+            raise CorpusError(f"nothing to resume for {output}: no work folder {run.work}")
+        run.acquire()
+        try:
+            with open(run.manifest_path, encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError) as error:
+            run.release()
+            raise CorpusError(f"cannot resume: {run.manifest_path}: {error}") from None
+        problem = _resume_problem(manifest, fingerprints, digest, option_values)
+        if problem:
+            run.release()
+            raise CorpusError(f"cannot resume {output}: {problem}")
+    else:
+        _clear_the_way(run, format, text_key, force)
+        os.makedirs(run.work)
+        run.acquire()
+        manifest = {
+            "peek2_corpus_manifest": MANIFEST_VERSION,
+            "inputs": fingerprints,
+            "tokenizer": {"source": str(tok.spec.source), "sha256": digest, "vocab_size": tok.vocab_size},
+            "options": option_values,
+            "cursor": Cursor().to_json(),
+            "writer": None,
+            "stats": {"documents": 0, "tokens": 0, "empty_documents": 0, "rejected": 0, "blank_lines": 0, "input_bytes": 0},
+            "rejects_bytes": 0,
+        }
+        run.save_manifest(manifest)
+    try:
+        return _run(run, manifest, sources, tok, options, workers, progress, checkpoint_seconds, started, resume)
+    finally:
+        run.release()
+
+
+def _resume_problem(manifest: dict[str, Any], fingerprints: list[dict[str, Any]], digest: str, options: dict[str, Any]) -> str:
+    if manifest.get("peek2_corpus_manifest") != MANIFEST_VERSION:
+        return "its manifest was written by another version of peek2"
+    before = manifest["inputs"]
+    if [f["path"] for f in before] != [f["path"] for f in fingerprints]:
+        return f"the inputs differ from those the run began with ({len(before)} files: {', '.join(f['path'] for f in before[:3])}{', ...' if len(before) > 3 else ''})"
+    for old, new in zip(before, fingerprints):
+        if old != new:
+            what = [k for k in ("size", "mtime_ns", "sha256_ends") if old[k] != new[k]]
+            return f"{new['path']} changed since the run began ({', '.join(what)})"
+    if manifest["tokenizer"]["sha256"] != digest:
+        return f"the tokenizer differs from the run's ({manifest['tokenizer']['source']}, sha256 {manifest['tokenizer']['sha256'][:12]}...)"
+    for name, value in options.items():
+        if manifest["options"].get(name) != value:
+            return f"option {name} was {manifest['options'].get(name)!r} when the run began, now {value!r}"
+    return ""
+
+
+def _clear_the_way(run: _Run, format: str, text_key: str, force: bool) -> None:
+    output = run.output
+    in_the_way = []
+    if os.path.exists(run.work):
+        if not force:
+            raise CorpusError(f"an interrupted run's work is in {run.work}: continue it with --resume (resume=True), or start over with --force")
+        shutil.rmtree(run.work)
+    folder = os.path.dirname(os.path.abspath(output))
+    base = os.path.basename(output)
+    for name in sorted(os.listdir(folder)):
+        if name in (f"{base}_{text_key}_document.bin", f"{base}_{text_key}_document.idx", f"{base}.parquet", f"{base}.summary.json", f"{base}.rejects.jsonl") or (
+            name.startswith(base + "_") and name.endswith(".bin") and name[len(base) + 1 : -4].isdigit() and len(name) - len(base) - 5 == 6
+        ):
+            in_the_way.append(os.path.join(folder, name))
+    if in_the_way and not force:
+        raise CorpusError(f"{in_the_way[0]} exists{f' (and {len(in_the_way) - 1} more outputs)' if len(in_the_way) > 1 else ''}: pass --force (force=True) to replace the outputs of {output}")
+    for path in in_the_way:
+        os.remove(path)
+
+
+def _run(
+    run: _Run,
+    manifest: dict[str, Any],
+    sources: list[Source],
+    tok: Tokenizer,
+    options: Options,
+    workers: int,
+    progress_mode: str,
+    checkpoint_seconds: float,
+    started: float,
+    resumed: bool,
+) -> RunStats:
+    writer: Writer = WRITERS[options.format](run.output, run.work, options.dtype, {"text_key": options.text_key, "shard_size": options.shard_size})
+    stats = dict(manifest["stats"])
+    if manifest["writer"] is not None:
+        writer.resume(manifest["writer"])
+    rejects_size = manifest["rejects_bytes"]
+    with open(run.rejects_path, "ab"):
+        pass
+    os.truncate(run.rejects_path, rejects_size)
+    rejects = open(run.rejects_path, "ab")
+    cursor = Cursor.from_json(manifest["cursor"])
+    paths = [s.path for s in sources]
+    total_bytes = sum(f["size"] for f in manifest["inputs"])
+    progress = Progress(total_bytes, progress_mode)
+    progress.skip(stats["input_bytes"], stats["documents"], stats["tokens"])
+    remaining = total_bytes - stats["input_bytes"]
+    in_process = workers == 1 or remaining <= 2 * options.unit_bytes
+    pool: Any = None
+    last_checkpoint = time.monotonic()
+
+    def checkpoint(at: Cursor) -> None:
+        manifest["writer"] = writer.checkpoint()
+        rejects.flush()
+        os.fsync(rejects.fileno())
+        manifest["rejects_bytes"] = rejects.tell()
+        manifest["cursor"] = at.to_json()
+        manifest["stats"] = dict(stats)
+        run.save_manifest(manifest)
+        writer.after_checkpoint()
+
+    def take(unit: Unit, result: UnitResult) -> None:
+        writer.write(result.ids, result.lengths)
+        for source, line, reason in result.rejects:
+            rejects.write((json.dumps({"file": paths[source], "line": line, "reason": reason}, ensure_ascii=False) + "\n").encode("utf-8"))
+        tokens = int(result.lengths.sum())
+        stats["documents"] += len(result.lengths)
+        stats["tokens"] += tokens
+        stats["empty_documents"] += int(numpy.count_nonzero(result.lengths == (1 if options.format == "llmc" else 0)))
+        stats["rejected"] += len(result.rejects)
+        stats["blank_lines"] += result.blank_lines
+        stats["input_bytes"] += unit.input_bytes
+        progress.update(unit.input_bytes, len(result.lengths), tokens)
+
+    done = cursor
+    try:
+        units = read_units(sources, cursor, options.unit_bytes, options.text_key)
+        if in_process:
+            workers = 1
+            for unit in units:
+                take(unit, encode_unit(unit, tok, options, paths))
+                done = unit.end
+                if time.monotonic() - last_checkpoint >= checkpoint_seconds:
+                    checkpoint(done)
+                    last_checkpoint = time.monotonic()
+        else:
+            context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+            lock_fd = run.lock.fileno() if context.get_start_method() == "fork" else -1
+            pool = context.Pool(workers, initializer=_init_worker, initargs=(tok, options, paths, os.getpid(), lock_fd))
+            window: collections.deque[tuple[Unit, Any]] = collections.deque()
+
+            def take_first() -> None:
+                nonlocal done, last_checkpoint
+                first, pending = window.popleft()
+                take(first, pending.get())
+                done = first.end
+                if time.monotonic() - last_checkpoint >= checkpoint_seconds:
+                    checkpoint(done)
+                    last_checkpoint = time.monotonic()
+
+            for unit in units:
+                window.append((unit, pool.apply_async(_encode_in_worker, (unit,))))
+                if len(window) >= 2 * workers:
+                    take_first()
+            while window:
+                take_first()
+            pool.close()
+            pool.join()
+            pool = None
+        checkpoint(done)
+        progress.close()
+        outputs = writer.finish()
+        rejects.close()
+        if options.skip_bad:
+            publish(run.rejects_path, run.output + ".rejects.jsonl")
+            outputs.append(run.output + ".rejects.jsonl")
+        result = RunStats(
+            documents=stats["documents"],
+            tokens=stats["tokens"],
+            empty_documents=stats["empty_documents"],
+            rejected=stats["rejected"],
+            blank_lines=stats["blank_lines"],
+            input_bytes=stats["input_bytes"],
+            seconds=round(time.monotonic() - started, 3),
+            tokens_per_document=round(stats["tokens"] / stats["documents"], 2) if stats["documents"] else 0.0,
+            format=options.format,
+            workers=workers,
+            resumed=resumed,
+            outputs=outputs,
+        )
+        tmp = run.summary_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(asdict(result), handle, indent=1)
+        publish(tmp, run.summary_path)
+        run.release()
+        shutil.rmtree(run.work)
+        return result
+    except CorpusInputError as error:
+        # What came before the bad unit is written: keep it, so that a run with skip_bad resumes.
+        _stop(pool)
+        with contextlib.suppress(Exception):
+            checkpoint(done)
+        raise CorpusInputError(f"{error} (the work so far is kept in {run.work}: continue past such documents with --resume --skip-bad)") from None
+    except BaseException:
+        _stop(pool)
+        raise
+    finally:
+        progress.close()
+        writer.close()
+        if not rejects.closed:
+            rejects.close()
+
+
+def _stop(pool: Any) -> None:
+    if pool is not None:
+        pool.terminate()
+        pool.join()

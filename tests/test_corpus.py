@@ -1,0 +1,338 @@
+"""peek2.corpus and ``peek2 tokenize`` (issue 25): every format read back by an independent
+reader (tests/corpus_formats.py) equals the reference's ids; any number of workers gives the same
+bytes; runs killed with SIGKILL and resumed give the same bytes; bad input is named or skipped
+and listed, never dropped silently."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tokenizers
+
+import peek2.corpus
+from peek2.corpus import CorpusError, CorpusInputError
+from peek2.tokenizer import Tokenizer
+from tests.corpus_formats import read_llmc, read_megatron, read_parquet, split_llmc_documents
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from corpus_documents import documents  # noqa: E402
+
+LLAMA = "llama3.1"
+QWEN = "qwen3"
+
+
+def tokenizer_path(data_dir: Path, name: str) -> str:
+    return str(data_dir / "tokenizers" / name / "tokenizer.json")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path, list[str]]:
+    """1,500 mixed documents (prose of 15 languages, code, chat transcripts, HTML, runs, empty)."""
+    folder = tmp_path_factory.mktemp("corpus")
+    texts = []
+    for text in documents(seed=25, folder=data_dir / "xnli"):
+        texts.append(text)
+        if len(texts) == 1500:
+            break
+    path = folder / "mixed.jsonl"
+    with open(path, "w", encoding="utf-8") as out:
+        for k, text in enumerate(texts):
+            out.write(json.dumps({"id": k, "text": text}, ensure_ascii=False) + "\n")
+    return path, texts
+
+
+def reference_ids(data_dir: Path, name: str, texts: list[str]) -> list[list[int]]:
+    reference = tokenizers.Tokenizer.from_file(tokenizer_path(data_dir, name))
+    return [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+
+
+def files_bytes(folder: Path, prefix: str) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name.startswith(prefix) and p.is_file() and not p.name.endswith(".summary.json")}
+
+
+# ==== Formats against the reference ====
+
+
+def test_megatron_equals_reference(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    path, texts = corpus
+    stats = peek2.corpus.tokenize(
+        path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "out", format="megatron", workers=2, append_eos=True, unit_bytes=50_000, quiet=True
+    )
+    docs, dtype, document_indices = read_megatron(str(tmp_path / "out_text_document"))
+    eod = 128001  # <|end_of_text|>
+    expected = [ids + [eod] if ids else [] for ids in reference_ids(data_dir, LLAMA, texts)]
+    assert docs == expected
+    assert dtype == np.int32  # a vocabulary of 65,500 ids or more: Megatron's int32
+    assert len(document_indices) == len(texts) + 1
+    assert any(not ids for ids in expected)  # empty documents: an index and no sequence, as add_document
+    assert stats.documents == len(texts) and stats.tokens == sum(map(len, expected))
+    assert stats.empty_documents == sum(1 for ids in expected if not ids)
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    assert summary["documents"] == len(texts) and summary["tokens"] == stats.tokens
+
+
+def test_llmc_equals_reference(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    path, texts = corpus
+    shard = 30_011
+    stats = peek2.corpus.tokenize(
+        path, tokenizer=tokenizer_path(data_dir, QWEN), output=tmp_path / "tok", format="llmc", workers=2, shard_size=shard, unit_bytes=50_000, quiet=True
+    )
+    shards = sorted(str(p) for p in tmp_path.glob("tok_*.bin"))
+    assert shards == stats.outputs and len(shards) > 3
+    ids, counts, dtype = read_llmc(shards)
+    eot = 151643  # <|endoftext|>
+    assert dtype == np.uint32  # llm.c's llama-3 layout (magic 20240801, version 7) for vocabularies past uint16
+    assert counts[:-1] == [shard] * (len(shards) - 1) and 0 < counts[-1] <= shard
+    assert split_llmc_documents(ids, eot) == reference_ids(data_dir, QWEN, texts)
+
+
+def test_parquet_equals_reference(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    path, texts = corpus
+    peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "p", format="parquet", workers=2, unit_bytes=50_000, quiet=True)
+    rows, ids, value_type, groups = read_parquet(str(tmp_path / "p.parquet"))
+    assert rows == reference_ids(data_dir, LLAMA, texts)
+    assert ids == list(range(len(texts)))
+    assert value_type == "uint32" and groups >= 1
+
+
+@pytest.fixture(scope="module")
+def small_vocabulary(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> str:
+    """Llama-3.1's file cut to its first 50,000 tokens (and the merges among them), with
+    ``<|endoftext|>`` at 50,000: a vocabulary whose ids fit uint16 in every format."""
+    data = json.loads(Path(tokenizer_path(data_dir, LLAMA)).read_text(encoding="utf-8"))
+    vocab = {token: i for token, i in data["model"]["vocab"].items() if i < 50_000}
+    merges = []
+    for merge in data["model"]["merges"]:
+        left, right = merge if isinstance(merge, list) else merge.split(" ", 1)
+        if left in vocab and right in vocab and left + right in vocab:
+            merges.append([left, right])
+    data["model"]["vocab"] = vocab
+    data["model"]["merges"] = merges
+    data["added_tokens"] = [{"id": 50_000, "content": "<|endoftext|>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}]
+    data["post_processor"] = None
+    path = tmp_path_factory.mktemp("vocab") / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_uint16_vocabulary_in_every_format(tmp_path: Path, small_vocabulary: str, corpus: tuple[Path, list[str]]) -> None:
+    path, texts = corpus
+    texts_used = texts[:400]
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts_used), encoding="utf-8")
+    reference = tokenizers.Tokenizer.from_file(small_vocabulary)
+    expected = [e.ids for e in reference.encode_batch(texts_used, add_special_tokens=False)]
+    for fmt in peek2.corpus.FORMATS:
+        peek2.corpus.tokenize(small, tokenizer=small_vocabulary, output=tmp_path / fmt, format=fmt, workers=1, append_eos=fmt != "llmc", quiet=True)
+    docs, dtype, _ = read_megatron(str(tmp_path / "megatron_text_document"))
+    assert dtype == np.uint16 and docs == [ids + [50_000] if ids else [] for ids in expected]
+    ids, _, dtype = read_llmc([str(tmp_path / "llmc_000000.bin")])
+    assert dtype == np.uint16 and split_llmc_documents(ids, 50_000) == expected
+    rows, _, value_type, _ = read_parquet(str(tmp_path / "parquet.parquet"))
+    assert value_type == "uint16" and rows == [ids + [50_000] if ids else [] for ids in expected]
+
+
+# ==== Workers, resume ====
+
+
+@pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)
+def test_one_and_two_workers_write_the_same_bytes(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], fmt: str) -> None:
+    path, _ = corpus
+    for workers in (1, 2):
+        peek2.corpus.tokenize(
+            path, tokenizer=tokenizer_path(data_dir, QWEN), output=tmp_path / f"w{workers}", format=fmt, workers=workers, shard_size=20_000, unit_bytes=40_000, quiet=True
+        )
+    one = {k[2:]: v for k, v in files_bytes(tmp_path, "w1").items()}
+    two = {k[2:]: v for k, v in files_bytes(tmp_path, "w2").items()}
+    assert one == two and one
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "peek2", "tokenize", *args]
+
+
+@pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)
+def test_killed_and_resumed_runs_write_the_same_bytes(tmp_path: Path, data_dir: Path, fmt: str) -> None:
+    """Runs killed with SIGKILL at random moments, each resumed, end with the bytes of a run
+    never interrupted (a checkpoint after every unit, so that kills land between and inside
+    checkpoints)."""
+    corpus = tmp_path / "c.jsonl"
+    with open(corpus, "w", encoding="utf-8") as out:
+        for k, text in zip(range(8000), documents(seed=7, folder=data_dir / "xnli")):
+            out.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+    common = ["--tokenizer", tokenizer_path(data_dir, LLAMA), "--format", fmt, "--workers", "2", "--unit-bytes", "60000", "--shard-size", "50000", "--quiet"]
+    if fmt != "llmc":
+        common.append("--append-eos")
+    began = time.monotonic()
+    subprocess.run(_cli(str(corpus), "--output", str(tmp_path / "whole" / "o"), *common), check=True, timeout=600)
+    whole_seconds = time.monotonic() - began
+    rng = random.Random(fmt)
+    work = tmp_path / "killed" / "o.peek2-work"
+    kills = 0
+    while not ((tmp_path / "killed" / "o.summary.json").exists() and not work.exists()):
+        args = _cli(str(corpus), "--output", str(tmp_path / "killed" / "o"), *common, "--checkpoint-seconds", "0")
+        if work.exists():
+            args.append("--resume")
+        if kills == 4:  # enough: let it finish
+            subprocess.run(args, check=True, timeout=600)
+            break
+        process = subprocess.Popen(args, stderr=subprocess.DEVNULL)  # (a killed run's workers may print)
+        time.sleep(rng.uniform(0.1, 0.45) * whole_seconds)
+        if process.poll() is not None:
+            assert process.returncode == 0
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills += 1
+    assert kills >= 3
+    assert not (tmp_path / "killed" / "o.peek2-work").exists()
+    whole = files_bytes(tmp_path / "whole", "o")
+    assert files_bytes(tmp_path / "killed", "o") == whole and whole
+
+
+def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    path, texts = corpus
+    bad = tmp_path / "c.jsonl"
+    bad.write_text(path.read_text(encoding="utf-8") + '{"text": 1}\n', encoding="utf-8")
+    out = tmp_path / "o"
+    with pytest.raises(CorpusInputError, match=rf"c\.jsonl:{len(texts) + 1}: field 'text' is int, not a string"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", workers=1, quiet=True)
+    assert not list(tmp_path.glob("o_text_document.*"))  # nothing under a final name
+    with pytest.raises(CorpusError, match="tokenizer differs"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, QWEN), output=out, format="megatron", resume=True, quiet=True)
+    with pytest.raises(CorpusError, match="option append_eos was False"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", append_eos=True, resume=True, quiet=True)
+    with pytest.raises(CorpusError, match="an interrupted run's work"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", quiet=True)
+    changed = bad.read_text(encoding="utf-8").replace('{"text": 1}', '{"text": "1"}')
+    bad.write_text(changed, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"c\.jsonl changed since the run began"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
+    stats = peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", force=True, quiet=True)
+    assert stats.documents == len(texts) + 1
+
+
+# ==== Bad input ====
+
+BAD_LINES = [
+    (b'{"text": "fine"}', None),
+    (b'{"text": "caf\xe9"}', "invalid UTF-8 (byte 0xE9 at byte 13 of the line)"),
+    (b'{"text": "unterminated}', "malformed JSON"),
+    (b'["a list"]', "a JSON list, not an object"),
+    (b'{"body": "no text"}', "no field 'text'"),
+    (b'{"text": null}', "field 'text' is null, not a string"),
+    (b'{"text": ["a", "b"]}', "field 'text' is list, not a string"),
+    (b'{"text": "lone \\ud800 surrogate"}', "lone surrogate"),
+    (b"   ", None),  # a blank line: not a document, counted
+    (b'{"text": "also fine"}', None),
+]
+
+
+def test_bad_input_names_file_and_line_and_writes_nothing(tmp_path: Path, data_dir: Path) -> None:
+    for k, (line, reason) in enumerate(BAD_LINES):
+        if reason is None:
+            continue
+        path = tmp_path / f"bad{k}.jsonl"
+        path.write_bytes(b'{"text": "first"}\n' + line + b"\n")
+        result = subprocess.run(
+            _cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / f"o{k}"), "--format", "llmc"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 2, result.stderr
+        assert f"bad{k}.jsonl:2: " in result.stderr and reason in result.stderr and "Traceback" not in result.stderr
+        assert not list(tmp_path.glob(f"o{k}_*.bin")) and not (tmp_path / f"o{k}.summary.json").exists()
+
+
+def test_skip_bad_lists_every_rejected_document(tmp_path: Path, data_dir: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\n".join(line for line, _ in BAD_LINES) + b"\n")
+    stats = peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="parquet", skip_bad=True, quiet=True)
+    rejects = [json.loads(line) for line in (tmp_path / "o.rejects.jsonl").read_text(encoding="utf-8").splitlines()]
+    expected = [(k + 1, reason) for k, (_, reason) in enumerate(BAD_LINES) if reason is not None]
+    assert [(r["line"], r["reason"]) for r in rejects if True] == [(line, r["reason"]) for (line, _), r in zip(expected, rejects)]
+    assert [r["line"] for r in rejects] == [line for line, _ in expected]
+    assert all(reason in r["reason"] for (_, reason), r in zip(expected, rejects))
+    assert all(r["file"] == str(path) for r in rejects)
+    assert stats.rejected == len(expected) and stats.blank_lines == 1 and stats.documents == 2
+    rows, _, _, _ = read_parquet(str(tmp_path / "o.parquet"))
+    reference = tokenizers.Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    assert rows == [reference.encode(t, add_special_tokens=False).ids for t in ("fine", "also fine")]
+
+
+# ==== Inputs ====
+
+
+def test_every_input_kind_gives_the_same_documents(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    path, texts = corpus
+    texts = texts[:300]
+    raw = "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts).encode("utf-8")
+    kinds = tmp_path / "in"
+    kinds.mkdir()
+    (kinds / "a.jsonl.gz").write_bytes(gzip.compress(raw))
+    (kinds / "b.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(raw))
+    pq.write_table(pa.table({"text": texts, "other": list(range(len(texts)))}), kinds / "c.parquet", row_group_size=70)
+    texts_dir = kinds / "d"
+    texts_dir.mkdir()
+    for k, text in enumerate(texts[:20]):
+        (texts_dir / f"{k:03d}.txt").write_text(text, encoding="utf-8")
+    import datasets
+
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(tmp_path / "saved"))
+    tok = tokenizer_path(data_dir, LLAMA)
+    expected = reference_ids(data_dir, LLAMA, texts)
+
+    def run(name: str, *inputs: object) -> list[list[int]]:
+        peek2.corpus.tokenize([str(i) for i in inputs], tokenizer=tok, output=tmp_path / name, format="megatron", workers=2, unit_bytes=20_000, quiet=True)
+        return read_megatron(str(tmp_path / f"{name}_text_document"))[0]
+
+    assert run("gz", kinds / "a.jsonl.gz") == expected
+    assert run("zst", kinds / "b.jsonl.zst") == expected
+    assert run("parquet", kinds / "c.parquet") == expected
+    assert run("txt", texts_dir) == expected[:20]
+    assert run("saved", tmp_path / "saved") == expected
+    # A folder: its files in sorted order (a.jsonl.gz, b.jsonl.zst, c.parquet, d/*.txt); a glob likewise.
+    assert run("folder", kinds) == expected * 3 + expected[:20]
+    assert run("glob", kinds / "*.json*") == expected * 2
+    with pytest.raises(CorpusInputError, match="no column 'body'"):
+        peek2.corpus.tokenize(kinds / "c.parquet", tokenizer=tok, output=tmp_path / "x", format="megatron", text_key="body", quiet=True)
+    with pytest.raises(CorpusInputError, match="no such file or folder"):
+        peek2.corpus.tokenize(kinds / "missing.jsonl", tokenizer=tok, output=tmp_path / "x", format="megatron", quiet=True)
+    with pytest.raises(CorpusInputError, match="the pattern matches no input file"):
+        peek2.corpus.tokenize(kinds / "*.csv", tokenizer=tok, output=tmp_path / "x", format="megatron", quiet=True)
+
+
+# ==== The flat batch ====
+
+
+def test_encode_batch_flat_equals_encode(data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    _, texts = corpus
+    texts = [*texts[:300], "", "<|im_start|>user\nhi<|im_end|>", "e\u0301" * 50, "<|endoftext|>"]
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, QWEN))
+    for special in (False, True):
+        expected = tok.encode_batch(texts, add_special_tokens=special)
+        for dtype in ("int32", "uint32", "int64"):
+            batch = tok.encode_batch_flat(texts, add_special_tokens=special, dtype=dtype)
+            assert batch.ids.dtype == np.dtype(dtype) and batch.offsets.dtype == np.int64
+            assert [batch.ids[a:b].tolist() for a, b in zip(batch.offsets[:-1], batch.offsets[1:])] == expected
+    with pytest.raises(ValueError, match="dtype 'uint16' cannot hold"):
+        tok.encode_batch_flat(texts, dtype="uint16")
+    with pytest.raises(TypeError, match=r"texts\[1\] must be str, not bytes"):
+        tok.encode_batch_flat(["a", b"b"])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=r"texts\[1\]: .*surrogate"):
+        tok.encode_batch_flat(["a", "b\ud800"])
