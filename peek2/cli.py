@@ -355,6 +355,8 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
             progress="lines" if args.progress_lines else "auto",
             unit_bytes=args.unit_bytes,
             checkpoint_seconds=args.checkpoint_seconds,
+            engine=args.engine,
+            ray_address=args.ray_address,
         )
     except (corpus.CorpusError, corpus.CorpusInputError) as error:
         raise CliError(str(error)) from None
@@ -391,6 +393,8 @@ def _tokenize_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace existing outputs (and an interrupted run's work)")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     parser.add_argument("--progress-lines", action="store_true", help="plain progress lines even on a terminal")
+    parser.add_argument("--engine", choices=["local", "ray"], default="local", help="local worker processes (default), or a Ray cluster (peek2[ray])")
+    parser.add_argument("--ray-address", default=None, help="the Ray cluster to join (default: RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--unit-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint-seconds", type=float, default=10.0, help=argparse.SUPPRESS)
 

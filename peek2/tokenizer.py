@@ -50,6 +50,7 @@ from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 from peek2.whole_chars import whole_chars
 
 if TYPE_CHECKING:  # the serving modules are imported when first used
+    from peek2.corpus.batches import BatchFunction
     from peek2.incremental import PromptCache, PromptSession
     from peek2.streaming import StreamDecoder, StreamEncoder
 
@@ -438,6 +439,17 @@ class Tokenizer:
         offsets = numpy.zeros(len(lengths) + 1, dtype=numpy.int64)
         numpy.cumsum(lengths, out=offsets[1:])
         return FlatBatch(ids, offsets)
+
+    def batch_function(self, text_key: str = "text", output_key: str = "input_ids", *, add_special_tokens: bool = False) -> BatchFunction:
+        """A function for ``datasets``: ``ds.map(tok.batch_function(), batched=True, num_proc=N)``.
+
+        It adds ``output_key``: each row's ids as an Arrow list of uint32, made from one flat array
+        (no Python int or list a id). It pickles by this tokenizer's source, so ``num_proc``
+        workers each load the file once. Needs pyarrow (``peek2[corpus]``).
+        """
+        from peek2.corpus.batches import BatchFunction
+
+        return BatchFunction(self, text_key, output_key, add_special_tokens=add_special_tokens)
 
     def _write_flat(
         self,

@@ -336,3 +336,61 @@ def test_encode_batch_flat_equals_encode(data_dir: Path, corpus: tuple[Path, lis
         tok.encode_batch_flat(["a", b"b"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"texts\[1\]: .*surrogate"):
         tok.encode_batch_flat(["a", "b\ud800"])
+
+
+# ==== Ray (a local Ray started by the test) ====
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> object:
+    import ray
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_engine_writes_the_local_engines_files(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], local_ray: object) -> None:
+    path, _ = corpus
+    tok = tokenizer_path(data_dir, LLAMA)
+    for fmt in peek2.corpus.FORMATS:
+        options = {"format": fmt, "append_eos": fmt != "llmc", "shard_size": 40_000, "quiet": True}
+        peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "local" / fmt, workers=2, **options)
+        stats = peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "ray" / fmt, engine="ray", **options)
+        assert stats.workers == 2
+    assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "") and len(files_bytes(tmp_path / "local", "")) > 4
+    with pytest.raises(CorpusError, match="local engine's"):
+        peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "r", format="llmc", engine="ray", resume=True, quiet=True)
+
+
+def test_tokenize_batches_in_map_batches(data_dir: Path, corpus: tuple[Path, list[str]], local_ray: object) -> None:
+    import ray.data
+
+    from peek2.ray import TokenizeBatches
+
+    _, texts = corpus
+    texts = texts[:500]
+    dataset = ray.data.from_items([{"text": t, "n": k} for k, t in enumerate(texts)])
+    tokenized = dataset.map_batches(
+        TokenizeBatches,
+        fn_constructor_kwargs={"tokenizer": tokenizer_path(data_dir, QWEN), "text_key": "text"},
+        compute=ray.data.ActorPoolStrategy(size=1),
+        batch_format="pyarrow",
+    )
+    rows = sorted(tokenized.take_all(), key=lambda row: row["n"])
+    assert [list(row["input_ids"]) for row in rows] == reference_ids(data_dir, QWEN, texts)
+
+
+# ==== datasets ====
+
+
+def test_datasets_map_with_num_proc(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], capfd: pytest.CaptureFixture[str]) -> None:
+    import datasets
+
+    _, texts = corpus
+    texts = texts[:600]
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    dataset = datasets.Dataset.from_dict({"text": texts})
+    mapped = dataset.map(tok.batch_function(), batched=True, num_proc=2, remove_columns=["text"], cache_file_name=str(tmp_path / "cache.arrow"))
+    assert str(mapped.features["input_ids"].feature.dtype) == "uint32"
+    assert mapped["input_ids"] == reference_ids(data_dir, LLAMA, texts)
+    assert "fork" not in capfd.readouterr().err.lower()  # no TOKENIZERS_PARALLELISM-style warning

@@ -40,7 +40,7 @@ from peek2.tokenizer import Tokenizer
 FORMATS = tuple(WRITERS)
 UNIT_BYTES = 4 << 20
 DEFAULT_SHARD_SIZE = 10**8  # ids a llm.c shard (fineweb.py's default)
-EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "<|end▁of▁sentence|>", "</s>", "<eos>")
+EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "</s>", "<eos>")  # (DeepSeek's bars are fullwidth)
 MANIFEST_VERSION = 1
 # Options that decide the output: a resumed run must have the same ones.
 OUTPUT_OPTIONS = ("format", "text_key", "append_eos", "eos_id", "add_special_tokens", "shard_size", "unit_bytes", "dtype")
@@ -282,6 +282,8 @@ def tokenize(
     progress: str = "auto",
     unit_bytes: int = UNIT_BYTES,
     checkpoint_seconds: float = 10.0,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> RunStats:
     """Tokenize a corpus into training-ready token files; returns the run's statistics.
 
@@ -295,6 +297,7 @@ def tokenize(
     started = time.monotonic()
     if format not in WRITERS:
         raise CorpusError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    engine_workers_given = workers is not None
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if not isinstance(workers, int) or workers < 1:
@@ -309,6 +312,10 @@ def tokenize(
         raise CorpusError(f"progress must be 'auto', 'bar', 'lines' or 'quiet', not {progress!r}")
     if quiet:
         progress = "quiet"
+    if engine not in ("local", "ray"):
+        raise CorpusError(f"engine must be 'local' or 'ray', not {engine!r}")
+    if engine == "ray" and (resume or skip_bad):
+        raise CorpusError("resume and skip_bad (--resume, --skip-bad) are the local engine's: Ray Data reads the inputs on the ray engine")
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     sources = find_inputs([os.fspath(i) for i in inputs])
@@ -359,7 +366,8 @@ def tokenize(
         }
         run.save_manifest(manifest)
     try:
-        return _run(run, manifest, sources, tok, options, workers, progress, checkpoint_seconds, started, resume)
+        ray = (workers if engine_workers_given else None, ray_address) if engine == "ray" else None
+        return _run(run, manifest, sources, tok, options, workers, progress, checkpoint_seconds, started, resume, ray)
     finally:
         run.release()
 
@@ -413,6 +421,7 @@ def _run(
     checkpoint_seconds: float,
     started: float,
     resumed: bool,
+    ray: tuple[int | None, str | None] | None = None,
 ) -> RunStats:
     writer: Writer = WRITERS[options.format](run.output, run.work, options.dtype, {"text_key": options.text_key, "shard_size": options.shard_size})
     stats = dict(manifest["stats"])
@@ -459,7 +468,14 @@ def _run(
     done = cursor
     try:
         units = read_units(sources, cursor, options.unit_bytes, options.text_key)
-        if in_process:
+        if ray is not None:
+            from peek2.corpus.ray_engine import ray_batches, write_batches
+
+            batches, workers = ray_batches(sources, options, tok, ray[0], ray[1])
+            write_batches(batches, writer, options.dtype, progress, stats, options)
+            stats["input_bytes"] = total_bytes
+            done = Cursor(len(sources))
+        elif in_process:
             workers = 1
             for unit in units:
                 take(unit, encode_unit(unit, tok, options, paths))
