@@ -353,6 +353,7 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
             force=args.force,
             quiet=args.quiet,
             progress="lines" if args.progress_lines else "auto",
+            progress_seconds=args.progress_seconds,
             unit_bytes=args.unit_bytes,
             checkpoint_seconds=args.checkpoint_seconds,
             engine=args.engine,
@@ -393,6 +394,7 @@ def _tokenize_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace existing outputs (and an interrupted run's work)")
     parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
     parser.add_argument("--progress-lines", action="store_true", help="plain progress lines even on a terminal")
+    parser.add_argument("--progress-seconds", type=float, default=30.0, help="seconds between progress lines (default 30)")
     parser.add_argument("--engine", choices=["local", "ray"], default="local", help="local worker processes (default), or a Ray cluster (peek2[ray])")
     parser.add_argument("--ray-address", default=None, help="the Ray cluster to join (default: RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--unit-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)

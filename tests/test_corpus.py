@@ -394,3 +394,17 @@ def test_datasets_map_with_num_proc(tmp_path: Path, data_dir: Path, corpus: tupl
     assert str(mapped.features["input_ids"].feature.dtype) == "uint32"
     assert mapped["input_ids"] == reference_ids(data_dir, LLAMA, texts)
     assert "fork" not in capfd.readouterr().err.lower()  # no TOKENIZERS_PARALLELISM-style warning
+
+
+def test_progress_lines_summary_and_quiet(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    """Not a terminal: plain progress lines (every --progress-seconds) and a summary line;
+    --quiet: nothing at all."""
+    path, texts = corpus
+    common = ["--tokenizer", tokenizer_path(data_dir, LLAMA), "--format", "parquet", "--workers", "2", "--unit-bytes", "50000"]
+    loud = subprocess.run(_cli(str(path), "--output", str(tmp_path / "a"), *common, "--progress-seconds", "0"), capture_output=True, text=True, timeout=300)
+    assert loud.returncode == 0, loud.stderr
+    lines = loud.stderr.splitlines()
+    assert len([line for line in lines if " MB (" in line and "tokens/s" in line and "ETA" in line]) >= 5
+    assert lines[-1].startswith(f"peek2 tokenize: {len(texts):,} documents, ") and "a.parquet" in lines[-1]
+    quiet = subprocess.run(_cli(str(path), "--output", str(tmp_path / "b"), *common, "--quiet"), capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""

@@ -280,6 +280,7 @@ def tokenize(
     force: bool = False,
     quiet: bool = False,
     progress: str = "auto",
+    progress_seconds: float = 30.0,
     unit_bytes: int = UNIT_BYTES,
     checkpoint_seconds: float = 10.0,
     engine: str = "local",
@@ -367,7 +368,8 @@ def tokenize(
         run.save_manifest(manifest)
     try:
         ray = (workers if engine_workers_given else None, ray_address) if engine == "ray" else None
-        return _run(run, manifest, sources, tok, options, workers, progress, checkpoint_seconds, started, resume, ray)
+        reporter = Progress(sum(f["size"] for f in manifest["inputs"]), progress, progress_seconds)
+        return _run(run, manifest, sources, tok, options, workers, reporter, checkpoint_seconds, started, resume, ray)
     finally:
         run.release()
 
@@ -417,7 +419,7 @@ def _run(
     tok: Tokenizer,
     options: Options,
     workers: int,
-    progress_mode: str,
+    progress: Progress,
     checkpoint_seconds: float,
     started: float,
     resumed: bool,
@@ -435,7 +437,6 @@ def _run(
     cursor = Cursor.from_json(manifest["cursor"])
     paths = [s.path for s in sources]
     total_bytes = sum(f["size"] for f in manifest["inputs"])
-    progress = Progress(total_bytes, progress_mode)
     progress.skip(stats["input_bytes"], stats["documents"], stats["tokens"])
     remaining = total_bytes - stats["input_bytes"]
     in_process = workers == 1 or remaining <= 2 * options.unit_bytes
