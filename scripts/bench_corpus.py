@@ -126,7 +126,7 @@ import ray
 import peek2.corpus
 
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-peek2.corpus.tokenize(sys.argv[1], tokenizer=sys.argv[2], output=sys.argv[3], format="megatron", append_eos=True, engine="ray", quiet=True)
+peek2.corpus.tokenize(sys.argv[1], tokenizer=sys.argv[2], output=sys.argv[3], format="megatron", append_eos=True, engine="ray", quiet=True, force=True)
 ray.shutdown()
 '''
 
