@@ -408,3 +408,11 @@ def test_progress_lines_summary_and_quiet(tmp_path: Path, data_dir: Path, corpus
     assert lines[-1].startswith(f"peek2 tokenize: {len(texts):,} documents, ") and "a.parquet" in lines[-1]
     quiet = subprocess.run(_cli(str(path), "--output", str(tmp_path / "b"), *common, "--quiet"), capture_output=True, text=True, timeout=300)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
+
+
+def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": null}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: row 1: column 'text' is null"):
+        peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", engine="ray", quiet=True)
+    assert not list(tmp_path.glob("o_text_document.*")) and not (tmp_path / "o.peek2-work").exists()

@@ -22,6 +22,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import sys
@@ -473,7 +474,17 @@ def _run(
             from peek2.corpus.ray_engine import ray_batches, write_batches
 
             batches, workers = ray_batches(sources, options, tok, ray[0], ray[1])
-            write_batches(batches, writer, options.dtype, progress, stats, options)
+            try:
+                write_batches(batches, writer, options.dtype, progress, stats, options)
+            except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
+                # The user's error is the last "SomeError: ..." line of Ray's report. No resume on
+                # this engine: the work folder goes.
+                causes = [line.strip() for line in str(error).splitlines() if re.match(r"\s*\w+(Error|Invalid|Exception): ", line)]
+                writer.close()
+                shutil.rmtree(run.work, ignore_errors=True)
+                raise CorpusError(
+                    f"the ray engine failed: {causes[-1] if causes else type(error).__name__} (the local engine names the file and line)"
+                ) from None
             stats["input_bytes"] = total_bytes
             done = Cursor(len(sources))
         elif in_process:
