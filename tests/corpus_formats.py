@@ -31,7 +31,7 @@ def read_megatron(prefix: str) -> tuple[list[list[int]], np.dtype, list[int]]:
     document_indices = np.frombuffer(idx, dtype=np.int64, count=document_count, offset=offset)
     offset += document_indices.nbytes
     assert offset == len(idx), "trailing bytes in the index"
-    data = np.memmap(prefix + ".bin", dtype=np.uint8, mode="r")
+    data = Path(prefix + ".bin").read_bytes()  # (mmap refuses an empty file)
     sequences = [np.frombuffer(data, dtype=dtype, count=int(n), offset=int(p)).tolist() for n, p in zip(lengths, pointers)]
     assert int(pointers[-1]) + int(lengths[-1]) * dtype.itemsize == len(data) if len(pointers) else len(data) == 0
     documents = []

@@ -416,3 +416,16 @@ def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, l
     with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: row 1: column 'text' is null"):
         peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", engine="ray", quiet=True)
     assert not list(tmp_path.glob("o_text_document.*")) and not (tmp_path / "o.peek2-work").exists()
+
+
+def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:
+    """No documents: Megatron's files with no sequence and the document index [0], an empty
+    Parquet table, and no llm.c shard (fineweb.py writes none either)."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    for fmt in peek2.corpus.FORMATS:
+        stats = peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / fmt, format=fmt, quiet=True)
+        assert stats.documents == 0 and stats.blank_lines == 2
+    assert read_megatron(str(tmp_path / "megatron_text_document"))[0::2] == ([], [0])
+    assert read_parquet(str(tmp_path / "parquet.parquet"))[:2] == ([], [])
+    assert not list(tmp_path.glob("llmc_*.bin"))

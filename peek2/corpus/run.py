@@ -132,8 +132,19 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
         rejects.append((source, line, reason))
 
     if unit.kind == "jsonl":
-        lines = unit.payload.split(b"\n")
-        if unit.payload.endswith(b"\n"):
+        payload = unit.payload
+        if not isinstance(payload, bytes):  # (path, start, end) in an uncompressed file
+            path, start, end = payload
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(start)
+                    payload = handle.read(end - start)
+            except OSError as error:
+                raise CorpusInputError(f"{path}: cannot read: {error.strerror or error}") from None
+            if len(payload) != end - start:
+                raise CorpusInputError(f"{path}: changed while it was read (shorter than before)")
+        lines = payload.split(b"\n")
+        if payload.endswith(b"\n"):
             lines.pop()
         key = options.text_key
         for k, raw in enumerate(lines):
