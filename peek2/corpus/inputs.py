@@ -237,6 +237,7 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
             else:
                 handle.seek(position)
         carry = b""
+        payload: Any  # the unit's lines (compressed input), or where they are in the file
         consumed = _raw_position(handle, source)
         while True:
             try:
@@ -263,7 +264,7 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
             # worker reads again (from the page cache): a few bytes through the pipe, not 4 MB.
             # The reading process's CPU time did not change with it (250 MB, 2 workers: 2.5-2.6 s,
             # most of it loading the tokenizer before the fork and writing the ids).
-            payload: Any = lines if source.compression else (source.path, position, position + cut)
+            payload = lines if source.compression else (source.path, position, position + cut)
             yield Unit("jsonl", payload, index, line, now - consumed, end)
             consumed = now
             position, line = end.position, end.line
