@@ -330,6 +330,13 @@ def _split(args: argparse.Namespace, out: _Output) -> int:
     return 0
 
 
+# Options of ``peek2 tokenize`` passed to ``peek2.corpus.tokenize`` under the same name.
+_TOKENIZE_OPTIONS = (
+    "tokenizer", "output", "format", "workers", "text_key", "append_eos", "eos_token", "add_special_tokens", "shard_size",
+    "resume", "skip_bad", "force", "quiet", "progress_seconds", "unit_bytes", "checkpoint_seconds", "engine", "ray_address",
+)  # fmt: skip
+
+
 def _tokenize(args: argparse.Namespace, out: _Output) -> int:
     # Imported here: the corpus package needs NumPy (peek2[corpus]), the other commands do not.
     try:
@@ -339,25 +346,8 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
     try:
         stats = corpus.tokenize(
             args.inputs,
-            tokenizer=args.tokenizer,
-            output=args.output,
-            format=args.format,
-            workers=args.workers,
-            text_key=args.text_key,
-            append_eos=args.append_eos,
-            eos_token=args.eos_token,
-            add_special_tokens=args.add_special_tokens,
-            shard_size=args.shard_size,
-            resume=args.resume,
-            skip_bad=args.skip_bad,
-            force=args.force,
-            quiet=args.quiet,
+            **{name: getattr(args, name) for name in _TOKENIZE_OPTIONS},
             progress="lines" if args.progress_lines else "auto",
-            progress_seconds=args.progress_seconds,
-            unit_bytes=args.unit_bytes,
-            checkpoint_seconds=args.checkpoint_seconds,
-            engine=args.engine,
-            ray_address=args.ray_address,
         )
     except (corpus.CorpusError, corpus.CorpusInputError) as error:
         raise CliError(str(error)) from None
