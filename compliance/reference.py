@@ -11,13 +11,17 @@ Pieces = list[tuple[str, tuple[int, int]]]
 
 
 def reference_split(family_or_pattern: str) -> Callable[[str], Pieces]:
-    """The reference splitter for a peek2 family name or a pattern string."""
+    """The reference splitter for a peek2 family name (one Split, or the family's Sequence) or a pattern string."""
     from tokenizers import Regex, pre_tokenizers
 
     import peek2
 
-    pattern = peek2.PATTERNS.get(family_or_pattern, family_or_pattern)
-    splitter: Callable[[str], Pieces] = pre_tokenizers.Split(Regex(pattern), behavior="isolated").pre_tokenize_str
+    family = peek2.FAMILIES.get(family_or_pattern)
+    patterns = family.patterns if family is not None else (family_or_pattern,)
+    splits = [pre_tokenizers.Split(Regex(pattern), behavior="isolated") for pattern in patterns]
+    splitter: Callable[[str], Pieces] = (
+        splits[0] if len(splits) == 1 else pre_tokenizers.Sequence(splits)
+    ).pre_tokenize_str
     return splitter
 
 

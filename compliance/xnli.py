@@ -119,8 +119,9 @@ def family_check(family: str) -> Check:
     return check
 
 
-def tokenizer_check(path: str) -> Check:
-    """Ids (with and without special tokens) and decode of one text against tokenizers.Tokenizer."""
+def tokenizer_check(path: str, offsets: bool = False) -> Check:
+    """Ids (with and without special tokens), decode, and with ``offsets`` the character offsets
+    of one text against tokenizers.Tokenizer."""
     from tokenizers import Tokenizer as Reference
 
     from compliance.reference import first_mismatch
@@ -135,6 +136,11 @@ def tokenizer_check(path: str) -> Check:
             if expected != got:
                 return len(expected), f"add_special_tokens={add} {text!r}\n{first_mismatch(expected, got)}"
             ids = expected
+        if offsets:
+            expected_offsets = reference.encode(text, add_special_tokens=False).offsets
+            got_offsets = ours.encode_with_offsets(text).offsets
+            if expected_offsets != got_offsets:
+                return len(ids), f"offsets {text!r}\n{first_mismatch(expected_offsets, got_offsets)}"
         decoded, expected_text = ours.decode(ids, skip_special_tokens=False), reference.decode(ids, skip_special_tokens=False)
         if decoded != expected_text or decoded != ours.normalize(text):
             return len(ids), f"decode {text!r}: reference {expected_text!r}, peek2 {decoded!r}"
@@ -161,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--hf", action="store_true", help="load facebook/xnli through `datasets`")
     parser.add_argument("--family", action="append", default=[], help="pre-tokenizer family (repeatable)")
     parser.add_argument("--tokenizer", action="append", default=[], help="tokenizer.json to compare ids (repeatable)")
+    parser.add_argument("--offsets", action="store_true", help="with --tokenizer, compare offsets too")
     parser.add_argument("--split", action="append", choices=SPLITS, help="split (repeatable; default both)")
     parser.add_argument("--language", action="append", choices=LANGUAGES, help="language (default all)")
     args = parser.parse_args(argv)
@@ -170,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     languages = set(args.language or LANGUAGES)
     try:
         checks = {f"split:{family}": family_check(family) for family in args.family}
-        checks.update({f"ids:{Path(path).parent.name}": tokenizer_check(path) for path in args.tokenizer})
+        checks.update({f"ids:{Path(path).parent.name}": tokenizer_check(path, args.offsets) for path in args.tokenizer})
         rows = iter_xnli_hf(splits, sorted(languages)) if args.hf else iter_xnli_tsv(args.data, splits)
         report = run((row for row in rows if row.language in languages), checks)
     except (OSError, ValueError, ImportError) as error:

@@ -642,7 +642,7 @@ class BytePairEncoder:
         whole_tokens: dict[str, int],
         ignore_merges: bool,
         stage2: bytes,
-        max_digits: int,
+        rules: int,
         cache_size: int,
         whole: WholeChars,
     ) -> None:
@@ -652,7 +652,7 @@ class BytePairEncoder:
         self.whole_tokens: Final = whole_tokens
         self.ignore_merges: Final = ignore_merges
         self.stage2: Final = stage2
-        self.max_digits: Final = max_digits
+        self.rules: Final = rules
         self.cache_size: Final = cache_size
         self.cache: Final = PieceCache(cache_size)
         top = max(max(byte_ids), merges.top_id, max(whole_tokens.values(), default=0))
@@ -801,7 +801,7 @@ class BytePairEncoder:
     def _run(self, text: str, stop: i64, keep: bool) -> i64:
         """Encode the pieces of ``text`` before ``stop`` into ``out_ids`` if ``keep``; returns the number of ids."""
         stage2 = self.stage2
-        max_digits: i64 = self.max_digits
+        rules: i64 = self.rules
         cache = self.cache
         words = self.key_words
         out_ids = self.out_ids
@@ -815,7 +815,7 @@ class BytePairEncoder:
         i: i64 = 0
         count: i64 = 0
         while i < stop:
-            end = piece_end(text, i, n, stage2, max_digits)
+            end = piece_end(text, i, n, stage2, rules)
             key: i64 = 0  # i64, not int: the slot arithmetic below must stay native
             if end - i <= CACHE_MAX_CHARS:
                 key = _piece_key(text, i, end, words)

@@ -43,25 +43,40 @@ from typing import Final
 
 from mypy_extensions import i64
 
-from peek2._tables import (
-    CLASS_APOSTROPHE,
-    CLASS_COUNT,
-    CLASS_LETTER,
-    CLASS_NEWLINE,
-    CLASS_NUMBER,
-    CLASS_OTHER,
-    CLASS_SPACE,
-    CLASS_SURROGATE,
-    CLASS_WHITESPACE,
-    MASK,
-    SHIFT,
-    STAGE1,
-)
+from peek2._tables import MASK, SHIFT, STAGE1
 
-# A family's categories are the table's classes with CLASS_MARK mapped to either
-# CLASS_OTHER or CLASS_LETTER, plus CAT_END for "past the end of the text".
-CAT_END: Final = CLASS_COUNT
-CAT_STRIDE: Final = CLASS_COUNT + 1
+# Categories: what the scanner sees. A family maps every class of peek2/_tables.py to one
+# of these (peek2/pretokenizer.py), so that each shape reads only the distinctions its
+# pattern makes. The first nine are the classes of the same number.
+CAT_OTHER: Final = 0  # anything no other category of the family claims
+CAT_LETTER: Final = 1  # llama3/qwen: \p{L}; cased: \p{Lm}\p{Lo} (both case sets); deepseek: non-ASCII \p{L}
+CAT_NUMBER: Final = 2
+CAT_MARK: Final = 3  # cased and deepseek only: \p{M}
+CAT_WHITESPACE: Final = 4
+CAT_SPACE: Final = 5
+CAT_NEWLINE: Final = 6
+CAT_APOSTROPHE: Final = 7
+CAT_SURROGATE: Final = 8
+CAT_UPPER: Final = 9  # cased: \p{Lu}\p{Lt}
+CAT_LOWER: Final = 10  # cased: \p{Ll}
+CAT_ASCII_LETTER: Final = 11  # deepseek: [A-Za-z]
+CAT_ASCII_PUNCT: Final = 12  # deepseek: ASCII punctuation and symbols, the apostrophe included
+CAT_CONTROL: Final = 13  # deepseek: \p{C} that is not \s, which no alternative matches
+CAT_END: Final = 14  # past the end of the text (or, for deepseek, of the pre-split segment)
+CAT_STRIDE: Final = 15
+CJK_FLAG: Final = 16  # deepseek: added to the category of a scalar of its pre-split CJK ranges
+
+# A family's rules, one integer (see peek2.families.Family.rules): the digit limit in the low
+# bits, the shape above it, and two switches of the cased shape.
+RULE_DIGITS: Final = 0xF
+SHAPE_SHIFT: Final = 4
+SHAPE_MASK: Final = 0xF
+SHAPE_CLASSIC: Final = 0  # llama3, qwen2, qwen3.5: (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|...
+SHAPE_CASED: Final = 1  # o200k, tekken: words split at case changes
+SHAPE_DEEPSEEK: Final = 2  # deepseek-v3: digits, then CJK runs, then its main pattern
+RULE_CONTRACTION_SUFFIX: Final = 1 << 8  # cased: a word takes (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+RULE_SLASH_AFTER_PUNCT: Final = 1 << 9  # punctuation ends with [\r\n/]* instead of [\r\n]*
+RULE_END_SPACES: Final = 1 << 10  # tiktoken's cl100k: \s++$ first, a whitespace run at the end is one piece
 
 BR_CONTRACTION: Final = 0
 BR_WORD: Final = 1
@@ -76,20 +91,20 @@ CP_LONG_S: Final = 0x17F  # case-folds to "s" in Oniguruma, so "'\u017f" is a co
 
 def _branch_of(c0: int, c1: int) -> int:
     """The branch for a piece whose first two scalars have categories c0, c1 (builds DISPATCH)."""
-    if c0 == CLASS_SURROGATE or c0 == CAT_END:
+    if c0 == CAT_SURROGATE or c0 == CAT_END:
         return BR_INVALID
-    if c0 == CLASS_LETTER:
+    if c0 == CAT_LETTER:
         return BR_WORD
-    if c0 == CLASS_NUMBER:
+    if c0 == CAT_NUMBER:
         return BR_NUMBER
-    if c1 == CLASS_LETTER:
-        if c0 == CLASS_APOSTROPHE:
+    if c1 == CAT_LETTER:
+        if c0 == CAT_APOSTROPHE:
             return BR_CONTRACTION
-        if c0 != CLASS_NEWLINE:
+        if c0 != CAT_NEWLINE:
             return BR_WORD  # any non-CR/LF, non-letter, non-number scalar prefixes a word
-    if c0 == CLASS_OTHER or c0 == CLASS_APOSTROPHE:
+    if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE:
         return BR_PUNCT
-    if c0 == CLASS_SPACE and (c1 == CLASS_OTHER or c1 == CLASS_APOSTROPHE):
+    if c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE):
         return BR_PUNCT  # " ?" of the punctuation alternative takes only U+0020
     return BR_SPACE
 
@@ -132,7 +147,7 @@ def _letters_end(text: str, j: i64, n: i64, stage2: bytes) -> i64:
         else:
             block: i64 = STAGE1[cp >> SHIFT]
             c = stage2[(block << SHIFT) | (cp & MASK)]
-        if c != CLASS_LETTER:
+        if c != CAT_LETTER:
             break
         j += 1
     return j
@@ -146,7 +161,7 @@ def _number_end(text: str, j: i64, n: i64, stage2: bytes, max_digits: i64) -> i6
     j += 1
     while j < limit:
         cp: i64 = ord(text[j])
-        if _category(cp, stage2) != CLASS_NUMBER:
+        if _category(cp, stage2) != CAT_NUMBER:
             break
         j += 1
     return j
@@ -158,7 +173,7 @@ def _punct_end(text: str, j: i64, n: i64, stage2: bytes) -> i64:
     while j < n:
         cp: i64 = ord(text[j])
         c = _category(cp, stage2)
-        if c != CLASS_OTHER and c != CLASS_APOSTROPHE:
+        if c != CAT_OTHER and c != CAT_APOSTROPHE:
             break
         j += 1
     while j < n:
@@ -169,21 +184,30 @@ def _punct_end(text: str, j: i64, n: i64, stage2: bytes) -> i64:
     return j
 
 
-def _space_end(text: str, i: i64, n: i64, stage2: bytes) -> i64:
-    """End of the whitespace piece at i: ``\\s*[\\r\\n]+``, else ``\\s+(?!\\S)``, else ``\\s+``."""
+def _space_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
+    """End of the whitespace piece at i: ``\\s*[\\r\\n]+``, else ``\\s+(?!\\S)``, else ``\\s+``.
+
+    For deepseek the end of a pre-split segment is an end of text; with RULE_END_SPACES (tiktoken's
+    cl100k, ``\\s++$`` first) a run that reaches the end of the text is one piece.
+    """
     j = i
     last_newline: i64 = -1
     while j < n:
         cp: i64 = ord(text[j])
         c = _category(cp, stage2)
-        if c == CLASS_NEWLINE:
+        if c == CAT_NEWLINE:
             last_newline = j
-        elif c != CLASS_SPACE and c != CLASS_WHITESPACE:
+        elif c != CAT_SPACE and c != CAT_WHITESPACE:
             break
         j += 1
+    at_end = j == n or (
+        ((rules >> SHAPE_SHIFT) & SHAPE_MASK) == SHAPE_DEEPSEEK and _deepseek_category(ord(text[j]), stage2, 0) == CAT_END
+    )
+    if at_end and (rules & RULE_END_SPACES) != 0:
+        return j
     if last_newline >= 0:
         return last_newline + 1  # \s* backtracks to the last CR/LF of the run
-    if j == n or j - i == 1:
+    if at_end or j - i == 1:
         return j  # the run reaches the end, or a lone whitespace before \S
     return j - 1  # leave the last whitespace to prefix what follows
 
@@ -219,8 +243,18 @@ def surrogate_error(text: str, error: ValueError) -> ValueError:
     return _invalid(text, i) if i >= 0 else error
 
 
-def piece_end(text: str, i: i64, n: i64, stage2: bytes, max_digits: i64) -> i64:
+def piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
     """End of the piece starting at i (0 <= i < n); raises ValueError at a lone surrogate."""
+    shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
+    if shape == SHAPE_CLASSIC:
+        return _classic_piece_end(text, i, n, stage2, rules)
+    if shape == SHAPE_CASED:
+        return _cased_piece_end(text, i, n, stage2, rules)
+    return _deepseek_piece_end(text, i, n, stage2)
+
+
+def _classic_piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
+    """piece_end of the classic shape (llama3, qwen2, qwen3.5, and cl100k with RULE_END_SPACES)."""
     cp: i64 = ord(text[i])
     c0: i64 = _category(cp, stage2)
     c1: i64 = CAT_END
@@ -231,17 +265,17 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, max_digits: i64) -> i64:
     if branch == BR_WORD:
         # A letter at i, or a prefix at i and a letter at i + 1: the run goes on from i + 2
         # only when i + 1 is a letter, which c1 already tells.
-        if c1 == CLASS_LETTER:
+        if c1 == CAT_LETTER:
             return _letters_end(text, i + 2, n, stage2)
         return i + 1
     if branch == BR_PUNCT:
-        if c0 == CLASS_SPACE:
+        if c0 == CAT_SPACE:
             return _punct_end(text, i + 1, n, stage2)
         return _punct_end(text, i, n, stage2)
     if branch == BR_SPACE:
-        return _space_end(text, i, n, stage2)
+        return _space_end(text, i, n, stage2, rules)
     if branch == BR_NUMBER:
-        return _number_end(text, i, n, stage2, max_digits)
+        return _number_end(text, i, n, stage2, rules & RULE_DIGITS)
     if branch == BR_CONTRACTION:
         end = _contraction_end(text, i, n)
         if end >= 0:
@@ -250,49 +284,261 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, max_digits: i64) -> i64:
     raise _invalid(text, i)
 
 
-def split_pieces(text: str, stage2: bytes, max_digits: i64) -> list[str]:
+def _is_cased_word(c: i64) -> bool:
+    """A scalar the cased shape's words take: a letter of any case, or a mark."""
+    return c == CAT_LOWER or c == CAT_UPPER or c == CAT_LETTER or c == CAT_MARK
+
+
+def _cased_word_end(text: str, p: i64, n: i64, stage2: bytes, upper_only: bool) -> i64:
+    """End of the cased word at p, or -1.
+
+    The two alternatives are ``X*Y+`` then ``X+Y*``, with X = [Lu Lt Lm Lo M] and
+    Y = [Ll Lm Lo M]. ``X*`` takes the whole X run [p, q); if a lowercase letter follows,
+    ``Y+`` takes the Y run from q. Otherwise ``X*`` backtracks to the last scalar of the run
+    that is also in Y (a caseless letter or a mark) and ``Y+`` takes that one scalar alone.
+    With none, the first alternative fails and ``X+Y*`` (tried with ``upper_only``) takes
+    the run itself when it is not empty (Y* is then empty: q is in neither set).
+    """
+    q = p
+    last_both: i64 = -1
+    while q < n:
+        c = _category(ord(text[q]), stage2)
+        if c == CAT_UPPER:
+            q += 1
+        elif c == CAT_LETTER or c == CAT_MARK:
+            last_both = q
+            q += 1
+        else:
+            break
+    if q < n and _category(ord(text[q]), stage2) == CAT_LOWER:
+        q += 1
+        while q < n:
+            c = _category(ord(text[q]), stage2)
+            if c != CAT_LOWER and c != CAT_LETTER and c != CAT_MARK:
+                break
+            q += 1
+        return q
+    if last_both >= 0:
+        return last_both + 1
+    if upper_only and q > p:
+        return q
+    return -1
+
+
+def _cased_piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
+    """piece_end of the cased shape (o200k, tekken).
+
+    Alternatives, in the regex's order: the two cased words with an optional prefix
+    ``[^\\r\\n\\p{L}\\p{N}]`` (and, with RULE_CONTRACTION_SUFFIX, a contraction
+    after them), numbers, `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*`` (marks included), whitespace.
+    A mark is both a word scalar and a possible prefix: the prefix is tried first.
+    """
+    c0 = _category(ord(text[i]), stage2)
+    c1: i64 = CAT_END
+    if i + 1 < n:
+        c1 = _category(ord(text[i + 1]), stage2)
+    end: i64 = -1
+    if c0 == CAT_LOWER or c0 == CAT_UPPER or c0 == CAT_LETTER:
+        end = _cased_word_end(text, i, n, stage2, True)
+    elif c0 == CAT_MARK:
+        if i + 1 < n:
+            end = _cased_word_end(text, i + 1, n, stage2, False)
+        if end < 0:
+            end = i + 1  # the mark alone: X* backtracks to nothing and Y+ takes the mark
+    elif _is_cased_word(c1) and (
+        c0 == CAT_OTHER or c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_APOSTROPHE
+    ):
+        end = _cased_word_end(text, i + 1, n, stage2, True)
+    if end >= 0:
+        if (rules & RULE_CONTRACTION_SUFFIX) != 0 and end + 1 < n and ord(text[end]) == CP_APOSTROPHE:
+            suffix = _contraction_end(text, end, n)
+            if suffix >= 0:
+                return suffix
+        return end
+    if c0 == CAT_NUMBER:
+        return _number_end(text, i, n, stage2, rules & RULE_DIGITS)
+    if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE)):
+        j = i + 1
+        while j < n:
+            c = _category(ord(text[j]), stage2)
+            if c != CAT_OTHER and c != CAT_APOSTROPHE and c != CAT_MARK:
+                break
+            j += 1
+        slash = (rules & RULE_SLASH_AFTER_PUNCT) != 0
+        while j < n:
+            cp = ord(text[j])
+            if cp != 0x0A and cp != 0x0D and not (slash and cp == 0x2F):
+                break
+            j += 1
+        return j
+    if c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_NEWLINE:
+        return _space_end(text, i, n, stage2, rules)
+    raise _invalid(text, i)
+
+
+def _deepseek_category(cp: i64, stage2: bytes, kind: i64) -> i64:
+    """The category inside a segment of ``kind`` (0 or CJK_FLAG): the end where the segment ends.
+
+    The pre-splits cut the text into segments (numbers, runs of the CJK ranges, the rest) and
+    the main pattern runs inside each one, whose end is an end of text to it.
+    """
+    c = _category(cp, stage2)
+    if c == CAT_NUMBER or (c & CJK_FLAG) != kind:
+        return CAT_END
+    return c & ~CJK_FLAG
+
+
+def _is_deepseek_word(c: i64) -> bool:
+    return c == CAT_LETTER or c == CAT_ASCII_LETTER or c == CAT_MARK
+
+
+def _deepseek_piece_end(text: str, i: i64, n: i64, stage2: bytes) -> i64:
+    """piece_end of DeepSeek-V3's three splits in one pass.
+
+    ``\\p{N}{1,3}`` and ``[一-龥぀-ゟ゠-ヿ]+`` come first and cut the text into segments;
+    the main pattern then runs inside each segment (a CJK run too: its kana marks,
+    punctuation and unassigned scalars split it further), and a segment's end is an end
+    of text to it (``\\s+(?!\\S)`` before a digit takes the whole run). Its alternatives:
+    ``[ASCII punct][A-Za-z]+``, ``[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+``,
+    `` ?[\\p{P}\\p{S}]+[\\r\\n]*`` and the whitespace ones; what none of them matches
+    (controls, format characters, unassigned scalars) is a gap piece of its own.
+    """
+    first = _category(ord(text[i]), stage2)
+    if first == CAT_NUMBER:
+        return _number_end(text, i, n, stage2, 3)
+    kind = first & CJK_FLAG
+    c0 = first & ~CJK_FLAG
+    c1: i64 = CAT_END
+    if i + 1 < n:
+        c1 = _deepseek_category(ord(text[i + 1]), stage2, kind)
+    j = i + 1
+    if c0 == CAT_ASCII_PUNCT and c1 == CAT_ASCII_LETTER:
+        j = i + 2
+        while j < n and _category(ord(text[j]), stage2) == CAT_ASCII_LETTER:
+            j += 1
+        return j
+    if _is_deepseek_word(c0) or (
+        _is_deepseek_word(c1) and (c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_CONTROL)
+    ):
+        while j < n and _is_deepseek_word(_deepseek_category(ord(text[j]), stage2, kind)):
+            j += 1
+        return j
+    if c0 == CAT_OTHER or c0 == CAT_ASCII_PUNCT or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_ASCII_PUNCT)):
+        while j < n:
+            c = _deepseek_category(ord(text[j]), stage2, kind)
+            if c != CAT_OTHER and c != CAT_ASCII_PUNCT:
+                break
+            j += 1
+        while j < n and kind == 0:  # CR/LF end a CJK segment
+            cp = ord(text[j])
+            if cp != 0x0A and cp != 0x0D:
+                break
+            j += 1
+        return j
+    if c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_NEWLINE:
+        return _space_end(text, i, n, stage2, SHAPE_DEEPSEEK << SHAPE_SHIFT)
+    if c0 == CAT_CONTROL:
+        # A gap: no alternative starts here. It runs on over controls that are not the
+        # prefix of a word (a control followed by a letter or mark starts one).
+        while j < n and _deepseek_category(ord(text[j]), stage2, kind) == CAT_CONTROL:
+            if j + 1 < n and _is_deepseek_word(_deepseek_category(ord(text[j + 1]), stage2, kind)):
+                break
+            j += 1
+        return j
+    raise _invalid(text, i)
+
+
+def split_pieces(text: str, stage2: bytes, rules: i64) -> list[str]:
     """The pieces of text, in order."""
     out: list[str] = []
     n: i64 = len(text)
     i: i64 = 0
     while i < n:
-        end = piece_end(text, i, n, stage2, max_digits)
+        end = piece_end(text, i, n, stage2, rules)
         out.append(text[i:end])
         i = end
     return out
 
 
-def split_offsets(text: str, stage2: bytes, max_digits: i64) -> list[tuple[int, int]]:
+def split_offsets(text: str, stage2: bytes, rules: i64) -> list[tuple[int, int]]:
     """The (start, end) character offsets of the pieces of text, in order."""
     out: list[tuple[int, int]] = []
     n: i64 = len(text)
     i: i64 = 0
     while i < n:
-        end = piece_end(text, i, n, stage2, max_digits)
+        end = piece_end(text, i, n, stage2, rules)
         out.append((i, end))
         i = end
     return out
 
 
-def split_ends(text: str, stage2: bytes, max_digits: i64) -> list[int]:
+def split_ends(text: str, stage2: bytes, rules: i64) -> list[int]:
     """The end offset of each piece: the compact form for engines built on the scanner."""
     out: list[int] = []
     n: i64 = len(text)
     i: i64 = 0
     while i < n:
-        i = piece_end(text, i, n, stage2, max_digits)
+        i = piece_end(text, i, n, stage2, rules)
         out.append(i)
     return out
 
 
-def final_boundary(text: str, stage2: bytes, one_digit: bool, window: i64) -> i64:
+def _is_whitespace_after(before: i64, after: i64) -> bool:
+    """A non-whitespace scalar then a whitespace other than CR/LF: no piece spans the two."""
+    return (
+        (after == CAT_WHITESPACE or after == CAT_SPACE)
+        and before != CAT_WHITESPACE
+        and before != CAT_SPACE
+        and before != CAT_NEWLINE
+        and before != CAT_SURROGATE
+    )
+
+
+def _deepseek_kind(c: i64) -> i64:
+    """Which pre-split a category belongs to: numbers, CJK, or the main pattern's text."""
+    if c == CAT_NUMBER:
+        return c
+    return c & CJK_FLAG
+
+
+def forced_boundary(before: i64, after: i64, rules: i64) -> bool:
+    """Whether a piece ends between two scalars of these categories, whatever surrounds them.
+
+    Each rule also keeps the pieces before the boundary what they are at the end of the
+    text (none of them looks past it), which is what the streaming encoder needs.
+    """
+    shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
+    if before == CAT_NUMBER and after == CAT_NUMBER:
+        return (rules & RULE_DIGITS) == 1
+    if shape == SHAPE_DEEPSEEK:
+        if _deepseek_kind(before) != _deepseek_kind(after):
+            return True  # the pre-splits end a segment here
+        before &= ~CJK_FLAG
+        after &= ~CJK_FLAG
+        if _is_deepseek_word(before) and (after == CAT_OTHER or after == CAT_ASCII_PUNCT):
+            return True
+        return _is_whitespace_after(before, after)
+    if before == CAT_NUMBER:
+        return True
+    if shape == SHAPE_CASED:
+        # A word may go on with a letter or a mark, or take a contraction after an apostrophe.
+        if before == CAT_LETTER or before == CAT_UPPER or before == CAT_LOWER:
+            if not _is_cased_word(after) and after != CAT_APOSTROPHE and after != CAT_SURROGATE:
+                return True
+        return _is_whitespace_after(before, after)
+    if before == CAT_LETTER:
+        return after != CAT_LETTER
+    return _is_whitespace_after(before, after)
+
+
+def final_boundary(text: str, stage2: bytes, rules: i64, window: i64) -> i64:
     """The last ``c`` among the final ``window`` characters where a piece ends whatever follows.
 
     Rule 1 of ``peek2.streaming`` (see its notes): the categories of ``text[c - 1]`` and
-    ``text[c]`` alone force a boundary at ``c``: a letter then a non-letter, a number then a
-    non-number (or any two numbers when pieces take one), a non-whitespace character then a
-    whitespace other than CR/LF. Returns 0 if there is none. Compiled because the streaming
-    encoder asks once per chunk.
+    ``text[c]`` alone force a boundary at ``c`` (``forced_boundary``: for the classic shape a
+    letter then a non-letter, a number then a non-number (or any two numbers when pieces take
+    one), a non-whitespace character then a whitespace other than CR/LF). Returns 0 if there
+    is none. Compiled because the streaming encoder asks once per chunk.
     """
     n: i64 = len(text)
     if n < 2:
@@ -302,19 +548,7 @@ def final_boundary(text: str, stage2: bytes, one_digit: bool, window: i64) -> i6
     c: i64 = n - 1
     while c > stop:
         before = _category(ord(text[c - 1]), stage2)
-        if before == CLASS_LETTER:
-            if after != CLASS_LETTER:
-                return c
-        elif before == CLASS_NUMBER:
-            if after != CLASS_NUMBER or one_digit:
-                return c
-        elif (
-            (after == CLASS_WHITESPACE or after == CLASS_SPACE)
-            and before != CLASS_WHITESPACE
-            and before != CLASS_SPACE
-            and before != CLASS_NEWLINE
-            and before != CLASS_SURROGATE
-        ):
+        if forced_boundary(before, after, rules):
             return c
         after = before
         c -= 1

@@ -81,7 +81,7 @@ class StreamPlan:
                 f"({sorted(tok._normalized_matcher.by_content)[:3]}...)"
             )
         self.stage2: Final[bytes] = tok._engine.stage2
-        self.one_digit: Final[bool] = tok._engine.max_digits == 1
+        self.rules: Final[int] = tok._engine.rules
         self.nfc: Final[bool] = tok.spec.normalizer == "NFC"
         tokens = list(tok._raw_matcher.by_content.values())
         contents = [t.content for t in tokens if t.content]
@@ -442,7 +442,7 @@ class StreamEngine:
         if n < 2:
             return 0
         plan = self.plan
-        cut = final_boundary(text, plan.stage2, plan.one_digit, LOCAL_WINDOW)
+        cut = final_boundary(text, plan.stage2, plan.rules, LOCAL_WINDOW)
         if cut:
             return cut
         if n < self.rescan_at:

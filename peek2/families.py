@@ -1,17 +1,59 @@
 """The supported pattern families: their exact regex strings and the data that sets them apart.
 
 A family is recognised only from its exact pattern string (as written in a
-``tokenizer.json``) or its name; anything else is refused with
-``UnsupportedPatternError``, never split some other way. Families differ by data
-only: whether ``\\p{M}`` counts as a letter, and how many numbers a piece takes.
+``tokenizer.json``, or for DeepSeek-V3 its exact sequence of three) or its name;
+anything else is refused with ``UnsupportedPatternError``, never split some other
+way. Families differ by data only: the scanner's shape (classic, cased, deepseek),
+how many numbers a piece takes, whether ``\\p{M}`` counts as a letter, whether a
+cased word takes a contraction after it, what may trail punctuation, and whether a
+whitespace run that ends the text is one piece (tiktoken's cl100k).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from peek2 import _scan
+from peek2._tables import (
+    CLASS_APOSTROPHE,
+    CLASS_ASCII_LOWER,
+    CLASS_ASCII_PUNCT,
+    CLASS_ASCII_UPPER,
+    CLASS_CJK_LETTER,
+    CLASS_CJK_MARK,
+    CLASS_CJK_PUNCT,
+    CLASS_CJK_UNASSIGNED,
+    CLASS_CONTROL,
+    CLASS_COUNT,
+    CLASS_LETTER,
+    CLASS_LOWER,
+    CLASS_MARK,
+    CLASS_NEWLINE,
+    CLASS_NUMBER,
+    CLASS_OTHER,
+    CLASS_SPACE,
+    CLASS_SURROGATE,
+    CLASS_UPPER,
+    CLASS_WHITESPACE,
+    STAGE2,
+)
+
 _CONTRACTIONS: Final = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 _SPACES: Final = r"\s*[\r\n]+|\s+(?!\S)|\s+"
+_CASED_UPPER: Final = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
+_CASED_LOWER: Final = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+_PREFIX: Final = r"[^\r\n\p{L}\p{N}]?"
+
+
+def _cased(suffix: str, numbers: str) -> str:
+    """The o200k pattern and its relatives: two cased words, numbers, punctuation, whitespace."""
+    return (
+        f"{_PREFIX}{_CASED_UPPER}*{_CASED_LOWER}+{suffix}|{_PREFIX}{_CASED_UPPER}+{_CASED_LOWER}*{suffix}|"
+        + numbers
+        + r"| ?[^\s\p{L}\p{N}]+[\r\n/]*|"
+        + _SPACES
+    )
+
 
 PATTERNS: Final[dict[str, str]] = {
     # Llama-3, 3.1, 3.2, and GPT-4's cl100k as HuggingFace tokenizer.json files write it.
@@ -22,34 +64,133 @@ PATTERNS: Final[dict[str, str]] = {
     "qwen3.5": _CONTRACTIONS
     + r"|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"
     + _SPACES,
+    # GPT-4o, o1/o3, gpt-oss, Llama-4, MiniMax (tiktoken's o200k_base): words split at case changes.
+    "o200k": _cased(_CONTRACTIONS + "?", r"\p{N}{1,3}"),
+    # tiktoken's own cl100k_base (GPT-4, GPT-3.5): llama3's pieces, but with \s++$ first a run of
+    # whitespace that ends the text is one piece (tokenizers' files of cl100k split it).
+    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"
+    r"\s*[\r\n]|\s+(?!\S)|\s",
+    # Mistral's Tekken: o200k without the contractions, one number per piece.
+    "tekken": _cased("", r"\p{N}"),
 }
-"""Family name -> the exact pattern string it stands for."""
+"""Family name -> the exact pattern string it stands for (families of one Split; see SEQUENCES)."""
+
+SEQUENCES: Final[dict[str, tuple[str, ...]]] = {
+    # DeepSeek-V3 and R1: three Splits in turn, each on the pieces of the one before.
+    "deepseek-v3": (
+        r"\p{N}{1,3}",
+        r"[一-龥぀-ゟ゠-ヿ]+",
+        # As DeepSeek's file writes it: CR and LF as the characters themselves, not escapes.
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+        " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+    ),
+}
+"""Family name -> the exact patterns of its Sequence of Isolated Splits, in order."""
 
 
 class UnsupportedPatternError(ValueError):
     """A pattern string or family name that peek2 does not implement."""
 
 
-class Family:
-    """What sets one family apart: its name, pattern, and two parameters of the scanner."""
+# How each shape sees the table's classes (index: class id, value: category).
+_LETTERS: Final = (CLASS_LETTER, CLASS_UPPER, CLASS_LOWER, CLASS_ASCII_UPPER, CLASS_ASCII_LOWER, CLASS_CJK_LETTER)
+_MARKS: Final = (CLASS_MARK, CLASS_CJK_MARK)
+_SYMBOLS: Final = (CLASS_OTHER, CLASS_ASCII_PUNCT, CLASS_CJK_PUNCT, CLASS_CONTROL, CLASS_CJK_UNASSIGNED)
+_FIXED: Final = {
+    CLASS_NUMBER: _scan.CAT_NUMBER,
+    CLASS_WHITESPACE: _scan.CAT_WHITESPACE,
+    CLASS_SPACE: _scan.CAT_SPACE,
+    CLASS_NEWLINE: _scan.CAT_NEWLINE,
+    CLASS_SURROGATE: _scan.CAT_SURROGATE,
+}
 
-    def __init__(self, name: str, marks_are_letters: bool, max_digits: int) -> None:
+
+def _categories(shape: int, marks_are_letters: bool) -> bytes:
+    """Class id -> category, for one shape."""
+    table = bytearray(CLASS_COUNT)
+    for cls, cat in _FIXED.items():
+        table[cls] = cat
+    table[CLASS_APOSTROPHE] = _scan.CAT_APOSTROPHE
+    if shape == _scan.SHAPE_CLASSIC:
+        for cls in _LETTERS:
+            table[cls] = _scan.CAT_LETTER
+        for cls in _MARKS:
+            table[cls] = _scan.CAT_LETTER if marks_are_letters else _scan.CAT_OTHER
+        for cls in _SYMBOLS:
+            table[cls] = _scan.CAT_OTHER
+    elif shape == _scan.SHAPE_CASED:
+        for cls in (CLASS_LETTER, CLASS_CJK_LETTER):
+            table[cls] = _scan.CAT_LETTER  # Lm, Lo: in both case sets
+        table[CLASS_UPPER] = table[CLASS_ASCII_UPPER] = _scan.CAT_UPPER
+        table[CLASS_LOWER] = table[CLASS_ASCII_LOWER] = _scan.CAT_LOWER
+        for cls in _MARKS:
+            table[cls] = _scan.CAT_MARK
+        for cls in _SYMBOLS:
+            table[cls] = _scan.CAT_OTHER
+    else:
+        for cls in (CLASS_LETTER, CLASS_UPPER, CLASS_LOWER):
+            table[cls] = _scan.CAT_LETTER
+        table[CLASS_ASCII_UPPER] = table[CLASS_ASCII_LOWER] = _scan.CAT_ASCII_LETTER
+        table[CLASS_MARK] = _scan.CAT_MARK
+        table[CLASS_OTHER] = _scan.CAT_OTHER
+        table[CLASS_ASCII_PUNCT] = table[CLASS_APOSTROPHE] = _scan.CAT_ASCII_PUNCT
+        table[CLASS_CONTROL] = _scan.CAT_CONTROL
+        table[CLASS_CJK_LETTER] = _scan.CAT_LETTER | _scan.CJK_FLAG
+        table[CLASS_CJK_MARK] = _scan.CAT_MARK | _scan.CJK_FLAG
+        table[CLASS_CJK_PUNCT] = _scan.CAT_OTHER | _scan.CJK_FLAG
+        table[CLASS_CJK_UNASSIGNED] = _scan.CAT_CONTROL | _scan.CJK_FLAG
+    return bytes(table)
+
+
+class Family:
+    """What sets one family apart: its name, its patterns, and the switches of the scanner.
+
+    ``rules`` packs the switches into the one integer the scanner takes; ``stage2`` is the
+    class table translated to the categories of the family's shape.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        shape: int = _scan.SHAPE_CLASSIC,
+        max_digits: int,
+        marks_are_letters: bool = False,
+        contraction_suffix: bool = False,
+        slash_after_punct: bool = False,
+        end_spaces: bool = False,
+    ) -> None:
         self.name: Final = name
-        self.pattern: Final = PATTERNS[name]
-        self.marks_are_letters: Final = marks_are_letters
+        self.patterns: Final[tuple[str, ...]] = SEQUENCES[name] if name in SEQUENCES else (PATTERNS[name],)
+        self.pattern: Final = self.patterns[-1]
+        self.shape: Final = shape
         self.max_digits: Final = max_digits
+        self.marks_are_letters: Final = marks_are_letters
+        self.rules: Final[int] = (
+            max_digits
+            | (shape << _scan.SHAPE_SHIFT)
+            | (_scan.RULE_CONTRACTION_SUFFIX if contraction_suffix else 0)
+            | (_scan.RULE_SLASH_AFTER_PUNCT if slash_after_punct else 0)
+            | (_scan.RULE_END_SPACES if end_spaces else 0)
+        )
+        self.stage2: Final[bytes] = STAGE2.translate(_categories(shape, marks_are_letters).ljust(256, b"\0"))
 
     def __repr__(self) -> str:
         return f"Family({self.name!r})"
 
 
 FAMILIES: Final[dict[str, Family]] = {
-    "llama3": Family("llama3", marks_are_letters=False, max_digits=3),
-    "qwen2": Family("qwen2", marks_are_letters=False, max_digits=1),
-    "qwen3.5": Family("qwen3.5", marks_are_letters=True, max_digits=1),
+    "llama3": Family("llama3", max_digits=3),
+    "qwen2": Family("qwen2", max_digits=1),
+    "qwen3.5": Family("qwen3.5", max_digits=1, marks_are_letters=True),
+    "cl100k": Family("cl100k", max_digits=3, end_spaces=True),
+    "o200k": Family("o200k", shape=_scan.SHAPE_CASED, max_digits=3, contraction_suffix=True, slash_after_punct=True),
+    "tekken": Family("tekken", shape=_scan.SHAPE_CASED, max_digits=1, slash_after_punct=True),
+    "deepseek-v3": Family("deepseek-v3", shape=_scan.SHAPE_DEEPSEEK, max_digits=3),
 }
 
-_BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FAMILIES.values()}
+_BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FAMILIES.values() if family.name in PATTERNS}
+_BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values()}
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -95,4 +236,32 @@ def find_family(pattern_or_name: str) -> Family:
     raise UnsupportedPatternError(
         f"unsupported pre-tokenizer pattern {_clip(pattern_or_name)}: peek2 implements only the exact "
         f"patterns of the families {names} (see peek2.PATTERNS); {_nearest_difference(pattern_or_name)}"
+    )
+
+
+def find_sequence(patterns: tuple[str, ...]) -> Family:
+    """The family whose pre-tokenizer is exactly this sequence of Isolated Split patterns.
+
+    >>> find_sequence(SEQUENCES["deepseek-v3"]).name
+    'deepseek-v3'
+
+    Raises:
+        UnsupportedPatternError: no family is that sequence (the message says where it differs).
+    """
+    if len(patterns) == 1:
+        return find_family(patterns[0])
+    family = _BY_SEQUENCE.get(patterns)
+    if family is not None:
+        return family
+    for name, known in SEQUENCES.items():
+        if len(known) == len(patterns):
+            k = next(k for k in range(len(known)) if known[k] != patterns[k])
+            raise UnsupportedPatternError(
+                f"unsupported sequence of {len(patterns)} Split patterns: split {k} is {_clip(patterns[k])}, "
+                f"where the {name!r} family has {_clip(known[k])}"
+            )
+    supported = ", ".join(f"{name} ({len(known)} splits)" for name, known in SEQUENCES.items())
+    raise UnsupportedPatternError(
+        f"unsupported sequence of {len(patterns)} Split patterns: peek2 implements one Split of a family "
+        f"pattern (see peek2.PATTERNS) or the sequences of {supported}"
     )

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from peek2._plugin_cuts import CHUNK_CHARS as CHUNK_CHARS
 from peek2._plugin_cuts import cut_pieces
+from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.pretokenizer import PatternLike, resolve
 
@@ -130,7 +131,7 @@ def patch(tok: Tokenizer) -> Tokenizer:
 
     Raises:
         TypeError: ``tok`` is not a ``tokenizers.Tokenizer``.
-        NotImplementedError: its pre-tokenizer is not ``Sequence[Split(Regex), ByteLevel(use_regex=False)]``
+        NotImplementedError: its pre-tokenizer is not ``Sequence[Split(Regex)..., ByteLevel(use_regex=False)]``
             (not a Split, not byte-level, or a custom component); the message names the step.
         UnsupportedPatternError (a ValueError): the Split's regex is not a supported family's.
     """
@@ -144,8 +145,10 @@ def patch(tok: Tokenizer) -> Tokenizer:
     family = pipeline_family(tok)
     original = tok.pre_tokenizer
     assert original is not None  # pipeline_family refused a missing one
-    # Keep the tokenizer's own ByteLevel step object (its settings, exactly).
-    installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family)), original[1]])
+    # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,
+    # after the family's Split (or DeepSeek-V3's three).
+    byte_level = original[len(FAMILIES[family].patterns)]
+    installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family)), byte_level])
     tok.pre_tokenizer = installed
     attributes = tok.__dict__
     attributes["_peek2_family"] = family

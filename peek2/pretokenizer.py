@@ -10,15 +10,7 @@ from __future__ import annotations
 from typing import Final, Union
 
 from peek2 import _scan
-from peek2._tables import CLASS_LETTER, CLASS_MARK, CLASS_OTHER, STAGE2
-from peek2.families import Family, find_family
-
-
-def _family_stage2(family: Family) -> bytes:
-    """The shared class table with marks mapped to the family's category for them."""
-    mapping = bytearray(range(256))
-    mapping[CLASS_MARK] = CLASS_LETTER if family.marks_are_letters else CLASS_OTHER
-    return STAGE2.translate(bytes(mapping))
+from peek2.families import find_family
 
 
 class Peek2Pattern:
@@ -39,26 +31,26 @@ class Peek2Pattern:
         family = find_family(pattern)
         self.family: Final = family.name
         self.pattern: Final = family.pattern
-        self._max_digits: Final = family.max_digits
-        self._stage2: Final = _family_stage2(family)
+        self._rules: Final = family.rules
+        self._stage2: Final = family.stage2
 
     def split(self, text: str) -> list[str]:
         """The pieces of ``text``; raises TypeError for non-str, ValueError for a lone surrogate."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
-        return _scan.split_pieces(text, self._stage2, self._max_digits)
+        return _scan.split_pieces(text, self._stage2, self._rules)
 
     def split_offsets(self, text: str) -> list[tuple[int, int]]:
         """The ``(start, end)`` character offsets of the pieces of ``text``."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
-        return _scan.split_offsets(text, self._stage2, self._max_digits)
+        return _scan.split_offsets(text, self._stage2, self._rules)
 
     def split_ends(self, text: str) -> list[int]:
         """The end offset of each piece (the compact form: starts are the previous ends)."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
-        return _scan.split_ends(text, self._stage2, self._max_digits)
+        return _scan.split_ends(text, self._stage2, self._rules)
 
     def __repr__(self) -> str:
         return f"Peek2Pattern({self.family!r})"

@@ -45,7 +45,7 @@ from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
 from peek2.nfc import nfc, nfc_aligned
-from peek2.pretokenizer import Peek2Pattern, _family_stage2
+from peek2.pretokenizer import Peek2Pattern
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 from peek2.whole_chars import whole_chars
 
@@ -139,8 +139,8 @@ class Tokenizer:
             merges,
             {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)},
             spec.ignore_merges,
-            _family_stage2(family),
-            family.max_digits,
+            family.stage2,
+            family.rules,
             cache_size,
             whole_chars(spec, merges, byte_ids),
         )
@@ -244,6 +244,13 @@ class Tokenizer:
         and a piece that is a whole token is that token, as in tiktoken; ``special_tokens`` maps
         content -> id. For Meta's Llama-3 ``tokenizer.model`` with its special tokens, the ids equal
         those of the Llama-3 tokenizer.json.
+
+        ``pattern`` is a family name or tiktoken's own ``pat_str`` of the encoding: cl100k_base's
+        (family ``cl100k``: tiktoken's ``\\s++$`` keeps a whitespace run that ends the text as one
+        piece, where tokenizers' files of cl100k split it after its last newline; with cl100k_base's
+        ranks the ids agree anyway, no whitespace token going on past a newline without ending in
+        one) or o200k_base's and
+        o200k_harmony's (family ``o200k``).
         """
         from peek2.formats.tiktoken_file import converter_merges, load_ranks
         from peek2.families import find_family
@@ -259,7 +266,9 @@ class Tokenizer:
             vocab=ranks,
             merges=converter_merges(ranks),
             ignore_merges=True,
-            added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in specials.items()],
+            # Reversed: where two names share an id (o200k_harmony's <|endofprompt|> and
+            # <|reserved_200018|>), decode gives the first one given (tiktoken's is its hash map's pick).
+            added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in reversed(specials.items())],
             source=os.fspath(path),
         )
         source = ("tiktoken", os.path.abspath(path), family, tuple(sorted(specials.items())))

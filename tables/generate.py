@@ -24,10 +24,15 @@ spelled out below and checked by the measurement and the code-point tests).
 
 Classes
 -------
-Each scalar gets one class; a family maps classes to the scanner's categories
-(``CLASS_MARK`` is "other" for llama3/qwen2 and "letter" for qwen3.5), so the
-families share this one table. Surrogates get their own class so that the scanner
-can refuse them (as ``tokenizers`` does) without a separate validation pass.
+Each scalar gets one class, fine enough for every family: letters by case (the
+o200k family splits words at case changes), ASCII letters and punctuation apart
+(DeepSeek-V3's first alternative is ASCII-only), punctuation and symbols apart
+from controls and unassigned scalars (which DeepSeek-V3's pattern leaves as gaps),
+and the CJK ranges of DeepSeek-V3's pre-split by category. A family maps classes
+to the scanner's categories (``peek2/pretokenizer.py``: for llama3 every letter
+class is "letter" and ``CLASS_MARK`` is "other"), so the families share this one
+table. Surrogates get their own class so that the scanner can refuse them (as
+``tokenizers`` does) without a separate validation pass.
 """
 
 from __future__ import annotations
@@ -42,9 +47,10 @@ import unicodedata2
 UNICODE_VERSION = "16.0.0"
 OUTPUT = Path(__file__).resolve().parent.parent / "peek2" / "_tables.py"
 
-# Class ids: stable, small, shared with peek2/_scan.py (which re-declares them as Final).
-CLASS_OTHER = 0
-CLASS_LETTER = 1
+# Class ids: stable, small, shared with peek2/_scan.py (whose categories 0..8 are the first nine
+# classes; a family maps every class to one of its categories, see peek2/pretokenizer.py).
+CLASS_OTHER = 0  # \p{P} and \p{S} outside ASCII and the CJK ranges
+CLASS_LETTER = 1  # \p{Lm} and \p{Lo} (letters without case) outside the CJK ranges
 CLASS_NUMBER = 2
 CLASS_MARK = 3
 CLASS_WHITESPACE = 4  # \s other than U+0020, CR and LF
@@ -52,6 +58,20 @@ CLASS_SPACE = 5  # U+0020: the only scalar the " ?" of the punctuation branch ta
 CLASS_NEWLINE = 6  # CR and LF
 CLASS_APOSTROPHE = 7  # U+0027: starts the contraction branch
 CLASS_SURROGATE = 8  # U+D800..U+DFFF: refused
+CLASS_UPPER = 9  # \p{Lu} and \p{Lt} outside ASCII
+CLASS_LOWER = 10  # \p{Ll} outside ASCII
+CLASS_ASCII_UPPER = 11  # A-Z
+CLASS_ASCII_LOWER = 12  # a-z
+CLASS_ASCII_PUNCT = 13  # ASCII punctuation and symbols but the apostrophe
+CLASS_CONTROL = 14  # \p{C} that is not \s: controls, format, private use, unassigned
+# DeepSeek-V3's CJK split, [一-龥぀-ゟ゠-ヿ]: U+4E00..U+9FA5, U+3040..U+30FF, by category.
+CLASS_CJK_LETTER = 15
+CLASS_CJK_MARK = 16
+CLASS_CJK_PUNCT = 17
+CLASS_CJK_UNASSIGNED = 18
+CLASS_COUNT = 19
+
+CJK_RANGES = ((0x4E00, 0x9FA5), (0x3040, 0x30FF))
 
 # PropList.txt White_Space (Unicode 6.3 and later).
 WHITE_SPACE = frozenset(
@@ -75,14 +95,25 @@ def scalar_class(cp: int) -> int:
         return CLASS_WHITESPACE
     if cp == 0x27:
         return CLASS_APOSTROPHE
-    major = unicodedata2.category(chr(cp))[0]
+    category = unicodedata2.category(chr(cp))
+    major = category[0]
+    if any(lo <= cp <= hi for lo, hi in CJK_RANGES):
+        return {"L": CLASS_CJK_LETTER, "M": CLASS_CJK_MARK, "P": CLASS_CJK_PUNCT, "S": CLASS_CJK_PUNCT}.get(
+            major, CLASS_CJK_UNASSIGNED
+        )
     if major == "L":
-        return CLASS_LETTER
+        if cp < 128:
+            return CLASS_ASCII_UPPER if category == "Lu" else CLASS_ASCII_LOWER
+        if category in ("Lu", "Lt"):
+            return CLASS_UPPER
+        return CLASS_LOWER if category == "Ll" else CLASS_LETTER
     if major == "N":
         return CLASS_NUMBER
     if major == "M":
         return CLASS_MARK
-    return CLASS_OTHER
+    if major in ("P", "S"):
+        return CLASS_ASCII_PUNCT if cp < 128 else CLASS_OTHER
+    return CLASS_CONTROL
 
 
 def two_stage(classes: bytes, shift: int) -> tuple[bytes, bytes]:
@@ -158,7 +189,17 @@ CLASS_SPACE: Final = {CLASS_SPACE}
 CLASS_NEWLINE: Final = {CLASS_NEWLINE}
 CLASS_APOSTROPHE: Final = {CLASS_APOSTROPHE}
 CLASS_SURROGATE: Final = {CLASS_SURROGATE}
-CLASS_COUNT: Final = {CLASS_SURROGATE + 1}
+CLASS_UPPER: Final = {CLASS_UPPER}
+CLASS_LOWER: Final = {CLASS_LOWER}
+CLASS_ASCII_UPPER: Final = {CLASS_ASCII_UPPER}
+CLASS_ASCII_LOWER: Final = {CLASS_ASCII_LOWER}
+CLASS_ASCII_PUNCT: Final = {CLASS_ASCII_PUNCT}
+CLASS_CONTROL: Final = {CLASS_CONTROL}
+CLASS_CJK_LETTER: Final = {CLASS_CJK_LETTER}
+CLASS_CJK_MARK: Final = {CLASS_CJK_MARK}
+CLASS_CJK_PUNCT: Final = {CLASS_CJK_PUNCT}
+CLASS_CJK_UNASSIGNED: Final = {CLASS_CJK_UNASSIGNED}
+CLASS_COUNT: Final = {CLASS_COUNT}
 
 '''
     return header + bytes_literal("STAGE1", stage1) + "\n\n" + bytes_literal("STAGE2", stage2) + "\n"

@@ -12,20 +12,35 @@ from __future__ import annotations
 import sys
 
 from tables.generate import (
+    CLASS_APOSTROPHE,
+    CLASS_ASCII_LOWER,
+    CLASS_ASCII_PUNCT,
+    CLASS_ASCII_UPPER,
+    CLASS_CJK_LETTER,
+    CLASS_CJK_MARK,
+    CLASS_CJK_PUNCT,
     CLASS_LETTER,
+    CLASS_LOWER,
     CLASS_MARK,
     CLASS_NEWLINE,
     CLASS_NUMBER,
+    CLASS_OTHER,
     CLASS_SPACE,
+    CLASS_UPPER,
     CLASS_WHITESPACE,
     MAX_SCALAR,
     scalar_class,
 )
 
+# The CJK classes hold letters without case (Lo, Lm), marks, and P/S; the generator asserts it.
 PROPERTIES = {
-    r"\p{L}": {CLASS_LETTER},
+    r"\p{L}": {CLASS_LETTER, CLASS_UPPER, CLASS_LOWER, CLASS_ASCII_UPPER, CLASS_ASCII_LOWER, CLASS_CJK_LETTER},
+    r"[\p{Lu}\p{Lt}]": {CLASS_UPPER, CLASS_ASCII_UPPER},
+    r"\p{Ll}": {CLASS_LOWER, CLASS_ASCII_LOWER},
+    r"[\p{Lm}\p{Lo}]": {CLASS_LETTER, CLASS_CJK_LETTER},
     r"\p{N}": {CLASS_NUMBER},
-    r"\p{M}": {CLASS_MARK},
+    r"\p{M}": {CLASS_MARK, CLASS_CJK_MARK},
+    r"[\p{P}\p{S}]": {CLASS_OTHER, CLASS_ASCII_PUNCT, CLASS_APOSTROPHE, CLASS_CJK_PUNCT},
     r"\s": {CLASS_WHITESPACE, CLASS_SPACE, CLASS_NEWLINE},
 }
 
@@ -57,7 +72,7 @@ def main() -> int:
         ours = {cp for cp in scalars if scalar_class(cp) in classes}
         missing, extra = sorted(reference - ours), sorted(ours - reference)
         differences += len(missing) + len(extra)
-        print(f"{prop:6} reference {len(reference):7}  missing {len(missing):5}  extra {len(extra):5}")
+        print(f"{prop:17} reference {len(reference):7}  missing {len(missing):5}  extra {len(extra):5}")
         for label, cps in (("missing", missing), ("extra", extra)):
             if cps:
                 print(f"    {label}: " + " ".join(f"U+{cp:04X}" for cp in cps[:12]) + (" ..." if len(cps) > 12 else ""))

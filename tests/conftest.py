@@ -20,7 +20,7 @@ from compliance.reference import reference_split  # noqa: E402
 
 import peek2  # noqa: E402
 
-FAMILIES = [pytest.param(name, id=name) for name in peek2.PATTERNS]
+FAMILIES = [pytest.param(name, id=name) for name in peek2.FAMILIES]
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 
 

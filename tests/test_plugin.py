@@ -368,11 +368,24 @@ def test_patch_accepts_split_removed_inverted() -> None:
         assert tok.encode(text).offsets == original.encode(text).offsets
 
 
-def test_patch_refuses_gpt4o_and_custom_and_non_tokenizers(data_dir: Path) -> None:
-    with pytest.raises(peek2.UnsupportedPatternError, match="nearest family"):
-        peek2.patch(load(data_dir, "gpt4o"))  # Split(Removed, invert) of o200k's pattern, not yet a family
-    with pytest.raises(NotImplementedError, match="Split"):
-        peek2.patch(load(data_dir, "deepseek-v3"))  # three Splits
+PATCH_TEXTS = (
+    "Hi  there", "I'm 12345!\n\n  ok", "漢字 \t x", "McDonald's iPHONE ÉCOLE'S\n//x",
+    "日本語のテキスト123(café) \x00\x01x  1", "<|endoftext|>x<｜begin▁of▁sentence｜>",
+)
+
+
+@pytest.mark.parametrize("model", ["gpt4o", "deepseek-v3"])
+def test_patch_new_families(data_dir: Path, model: str) -> None:
+    # GPT-4o's Split(Removed, invert) of o200k's pattern; DeepSeek-V3's three Splits (issue 24).
+    original, tok = load(data_dir, model), peek2.patch(load(data_dir, model))
+    assert patched_family(tok) == {"gpt4o": "o200k", "deepseek-v3": "deepseek-v3"}[model]
+    for text in PATCH_TEXTS:
+        expected, got = original.encode(text), tok.encode(text)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text
+    assert json.loads(tok.to_str())["pre_tokenizer"] == json.loads(original.to_str())["pre_tokenizer"]
+
+
+def test_patch_refuses_custom_and_non_tokenizers(data_dir: Path) -> None:
     tok = load(data_dir, "llama3.1")
     tok.pre_tokenizer = peek2.Peek2()
     with pytest.raises(NotImplementedError, match="custom component"):

@@ -2,7 +2,8 @@
 
 Pre-tokenizer: pieces and offsets for every family. Tokenizer: ids with and without special
 tokens, and decode, for the Llama-3 files (ignore_merges true: llama3, llama3.1; false:
-llama3.2) and the Qwen2 and Qwen3 files. The same runs as ``python -m compliance.xnli``.
+llama3.2), the Qwen2 and Qwen3 files, GPT-4o's (o200k) and DeepSeek-V3's; offsets too for
+the files whose post-processor leaves them untrimmed. The same runs as ``python -m compliance.xnli``.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ def test_xnli_pieces_and_offsets(data_dir: Path, family: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["llama3", "llama3.1", "llama3.2", "qwen2", "qwen3"])
+@pytest.mark.parametrize("model", ["llama3", "llama3.1", "llama3.2", "qwen2", "qwen3", "gpt4o", "deepseek-v3"])
 def test_xnli_ids_and_decode(data_dir: Path, model: str) -> None:
     path = data_dir / "tokenizers" / model / "tokenizer.json"
-    report = run(iter_xnli_tsv(data_dir / "xnli"), {model: tokenizer_check(str(path))})
+    # Llama-3.1 and 3.2 end with ByteLevel(trim_offsets=true), which peek2 does not apply yet.
+    offsets = model not in ("llama3.1", "llama3.2")
+    report = run(iter_xnli_tsv(data_dir / "xnli"), {model: tokenizer_check(str(path), offsets=offsets)})
     assert_complete(report.counts, model)
     assert report.mismatches == 0, report.render()

@@ -2,7 +2,9 @@
 
 Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or a
 ``Sequence`` of those; pre-tokenizer ``Sequence[Split(<family pattern>, Isolated),
-ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same pieces); post-processor ``ByteLevel``, ``TemplateProcessing``
+ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same
+pieces), or a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
+three); post-processor ``ByteLevel``, ``TemplateProcessing``
 or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
@@ -14,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from peek2.families import UnsupportedPatternError, find_family
+from peek2.families import UnsupportedPatternError, find_sequence
 from peek2.formats.byte_level import to_bytes
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 
@@ -111,9 +113,9 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         if data.get(key) is not None:  # encode would cut or pad every text: never silently ignored
             raise NotImplementedError(f"{source}: {key} is set: peek2 does not truncate or pad (set it to null)")
     family = _family(data.get("pre_tokenizer"), source)
-    vocab = _vocab(_field(model, "vocab", "model", source, dict), source)
-    merges = _merges(_field(model, "merges", "model", source, list), source)
     added = _added_tokens(_optional(data, "added_tokens", []), source)
+    vocab = _vocab(_field(model, "vocab", "model", source, dict), {token.content for token in added}, source)
+    merges = _merges(_field(model, "merges", "model", source, list), source)
     prefix_ids, suffix_ids = _post_processor(data.get("post_processor"), "post_processor", source)
     _decoder(data.get("decoder"), source)
     return TokenizerSpec(
@@ -132,11 +134,16 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     )
 
 
-def _vocab(raw: dict[str, Any], source: str) -> dict[bytes, int]:
+def _vocab(raw: dict[str, Any], added: set[str], source: str) -> dict[bytes, int]:
+    """The byte-level vocabulary. An entry outside the byte-level alphabet that is also an added
+    token (DeepSeek-V3 lists ``<｜begin▁of▁sentence｜>`` in both) is left to the added tokens:
+    no byte-level piece spells it, so the model could never produce it."""
     vocab: dict[bytes, int] = {}
     for token, token_id in raw.items():
         _token_id(token_id, f"model.vocab[{token!r}]", source)
         data = to_bytes(token)
+        if data is None and token in added:
+            continue
         if data is None:
             raise NotImplementedError(
                 f"{source}: model.vocab token {token!r} is not in the byte-level alphabet: "
@@ -218,36 +225,45 @@ def _family(raw: Any, source: str) -> str:
         raise NotImplementedError(
             f"{source}: pre_tokenizer ByteLevel(use_regex=true) uses GPT-2's pattern, which peek2 does not implement"
         )
-    if kinds != ["Split", "ByteLevel"]:
+    if len(kinds) < 2 or kinds[-1] != "ByteLevel" or any(k != "Split" for k in kinds[:-1]):
         raise NotImplementedError(
             f"{source}: pre_tokenizer {kind}{kinds if kind == 'Sequence' else ''} is not supported: "
-            "peek2 implements Sequence[Split(<family pattern>), ByteLevel(use_regex=false)]"
+            "peek2 implements Sequence[Split(<family pattern>)..., ByteLevel(use_regex=false)]"
         )
-    split, byte_level = steps
-    split_path, byte_level_path = paths
+    byte_level, byte_level_path = steps[-1], paths[-1]
     if _flag(byte_level, "use_regex", byte_level_path, source, True) or _flag(
         byte_level, "add_prefix_space", byte_level_path, source, False
     ):
         raise NotImplementedError(
             f"{source}: pre_tokenizer ByteLevel must have use_regex=false and add_prefix_space=false"
         )
-    behavior = (_field(split, "behavior", split_path, source, str), _flag(split, "invert", split_path, source, False))
-    # Removed with invert keeps the matches and drops the text between them: the same pieces as
-    # Isolated for a pattern that matches every character, as each family's does (hub ports of
-    # cl100k and GPT-4o's file are written that way).
-    if behavior not in (("Isolated", False), ("Removed", True)):
-        raise NotImplementedError(
-            f"{source}: pre_tokenizer Split behavior {behavior[0]!r} invert={str(behavior[1]).lower()}: "
-            "only Isolated (or Removed with invert=true, the same for these patterns) is supported"
-        )
-    pattern = _field(split, "pattern", split_path, source, dict)
-    regex = pattern.get("Regex")
-    if not isinstance(regex, str):
-        raise NotImplementedError(f"{source}: pre_tokenizer Split pattern {pattern!r}: only a Regex is supported")
+    patterns = tuple(
+        _split_regex(split, split_path, source, alone=len(steps) == 2) for split, split_path in zip(steps, paths[:-1])
+    )
     try:
-        return find_family(regex).name
+        return find_sequence(patterns).name
     except UnsupportedPatternError as error:
         raise UnsupportedPatternError(f"{source}: pre_tokenizer Split: {error}") from None
+
+
+def _split_regex(split: Any, path: str, source: str, alone: bool) -> str:
+    """The regex of one Split step, checking that its behavior keeps every piece apart."""
+    behavior = (_field(split, "behavior", path, source, str), _flag(split, "invert", path, source, False))
+    # Removed with invert keeps the matches and drops the text between them: the same pieces as
+    # Isolated for a pattern that matches every character, as each single-Split family's does
+    # (hub ports of cl100k and GPT-4o's file are written that way). In a sequence the pre-splits
+    # match only some characters, so there only Isolated means Isolated.
+    if behavior != ("Isolated", False) and not (alone and behavior == ("Removed", True)):
+        raise NotImplementedError(
+            f"{source}: {path} Split behavior {behavior[0]!r} invert={str(behavior[1]).lower()}: "
+            "only Isolated (or, for a single Split, Removed with invert=true, the same for those patterns) "
+            "is supported"
+        )
+    pattern = _field(split, "pattern", path, source, dict)
+    regex = pattern.get("Regex")
+    if not isinstance(regex, str):
+        raise NotImplementedError(f"{source}: {path} Split pattern {pattern!r}: only a Regex is supported")
+    return regex
 
 
 def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[int]]:
