@@ -44,6 +44,8 @@ if PURE:
 # This is the public API of peek2.
 from peek2.families import FAMILIES as FAMILIES  # noqa: E402
 from peek2.families import PATTERNS as PATTERNS  # noqa: E402
+from peek2.families import SEQUENCES as SEQUENCES  # noqa: E402
+from peek2.families import TIKTOKEN_PATTERNS as TIKTOKEN_PATTERNS  # noqa: E402
 from peek2.families import UnsupportedPatternError as UnsupportedPatternError  # noqa: E402
 from peek2.pretokenizer import Peek2Pattern as Peek2Pattern  # noqa: E402
 from peek2.pretokenizer import split as split  # noqa: E402

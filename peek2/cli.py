@@ -36,6 +36,7 @@ import threading
 from typing import IO, Iterable, Iterator
 
 import peek2
+from peek2.streaming import StreamEncoder
 from peek2.tokenizer import Tokenizer
 
 BLOCK = 1 << 20
@@ -203,9 +204,27 @@ def _interrupt_ends_process() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+class _WholeText:
+    """The stream encoder's interface over one ``encode`` of the whole input, held until the end."""
+
+    def __init__(self, tokenizer: Tokenizer, add_special_tokens: bool) -> None:
+        self.tokenizer, self.add_special_tokens, self.parts = tokenizer, add_special_tokens, list[str]()
+
+    def feed(self, text: str) -> list[int]:
+        self.parts.append(text)
+        return []
+
+    def finish(self) -> list[int]:
+        return self.tokenizer.encode("".join(self.parts), self.add_special_tokens)
+
+
 def _encode(args: argparse.Namespace, out: _Output) -> int:
     tokenizer = _tokenizer(args)
-    encoder = tokenizer.stream_encoder(add_special_tokens=not args.no_special)
+    encoder: StreamEncoder | _WholeText
+    try:
+        encoder = tokenizer.stream_encoder(add_special_tokens=not args.no_special)
+    except NotImplementedError:  # added tokens streaming cannot match yet (DeepSeek-V3's normalized ones)
+        encoder = _WholeText(tokenizer, add_special_tokens=not args.no_special)
     separator = ", " if args.json else " "
     first = True
 

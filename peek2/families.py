@@ -66,14 +66,20 @@ PATTERNS: Final[dict[str, str]] = {
     + _SPACES,
     # GPT-4o, o1/o3, gpt-oss, Llama-4, MiniMax (tiktoken's o200k_base): words split at case changes.
     "o200k": _cased(_CONTRACTIONS + "?", r"\p{N}{1,3}"),
-    # tiktoken's own cl100k_base (GPT-4, GPT-3.5): llama3's pieces, but with \s++$ first a run of
-    # whitespace that ends the text is one piece (tokenizers' files of cl100k split it).
-    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"
-    r"\s*[\r\n]|\s+(?!\S)|\s",
     # Mistral's Tekken: o200k without the contractions, one number per piece.
     "tekken": _cased("", r"\p{N}"),
 }
 """Family name -> the exact pattern string it stands for (families of one Split; see SEQUENCES)."""
+
+TIKTOKEN_PATTERNS: Final[dict[str, str]] = {
+    # tiktoken's own cl100k_base (GPT-4, GPT-3.5): llama3's pieces, but with \s++$ first a run of
+    # whitespace that ends the text is one piece (tokenizers' files of cl100k split it). Only
+    # tiktoken means this by it: Oniguruma reads \p{N}{1,3}+ as (\p{N}{1,3})+, all the digits in
+    # one piece, so a tokenizer.json holding this string is refused, not split tiktoken's way.
+    "cl100k": r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"
+    r"\s*[\r\n]|\s+(?!\S)|\s",
+}
+"""Family name -> tiktoken's ``pat_str`` for it, where it is not the tokenizer.json form (``from_tiktoken``)."""
 
 SEQUENCES: Final[dict[str, tuple[str, ...]]] = {
     # DeepSeek-V3 and R1: three Splits in turn, each on the pieces of the one before.
@@ -161,7 +167,9 @@ class Family:
         end_spaces: bool = False,
     ) -> None:
         self.name: Final = name
-        self.patterns: Final[tuple[str, ...]] = SEQUENCES[name] if name in SEQUENCES else (PATTERNS[name],)
+        self.patterns: Final[tuple[str, ...]] = (
+            SEQUENCES[name] if name in SEQUENCES else (TIKTOKEN_PATTERNS.get(name) or PATTERNS[name],)
+        )
         self.pattern: Final = self.patterns[-1]
         self.shape: Final = shape
         self.max_digits: Final = max_digits
@@ -190,6 +198,11 @@ FAMILIES: Final[dict[str, Family]] = {
 }
 
 _BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FAMILIES.values() if family.name in PATTERNS}
+# tiktoken's pat_str of each family, for from_tiktoken: its own where it differs, else the same string.
+_BY_TIKTOKEN_PATTERN: Final[dict[str, Family]] = {
+    **_BY_PATTERN,
+    **{pattern: FAMILIES[name] for name, pattern in TIKTOKEN_PATTERNS.items()},
+}
 _BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values()}
 
 
@@ -237,6 +250,16 @@ def find_family(pattern_or_name: str) -> Family:
         f"unsupported pre-tokenizer pattern {_clip(pattern_or_name)}: peek2 implements only the exact "
         f"patterns of the families {names} (see peek2.PATTERNS); {_nearest_difference(pattern_or_name)}"
     )
+
+
+def find_tiktoken_family(pattern_or_name: str) -> Family:
+    """The family named ``pattern_or_name``, or whose ``pat_str`` it is in tiktoken's semantics.
+
+    >>> find_tiktoken_family(TIKTOKEN_PATTERNS["cl100k"]).name
+    'cl100k'
+    """
+    family = _BY_TIKTOKEN_PATTERN.get(pattern_or_name) if isinstance(pattern_or_name, str) else None
+    return family if family is not None else find_family(pattern_or_name)
 
 
 def find_sequence(patterns: tuple[str, ...]) -> Family:

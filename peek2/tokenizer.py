@@ -253,9 +253,9 @@ class Tokenizer:
         o200k_harmony's (family ``o200k``).
         """
         from peek2.formats.tiktoken_file import converter_merges, load_ranks
-        from peek2.families import find_family
+        from peek2.families import find_tiktoken_family
 
-        family = find_family(pattern).name
+        family = find_tiktoken_family(pattern).name
         specials = dict(special_tokens or {})
         for content, token_id in specials.items():
             if not isinstance(content, str) or not isinstance(token_id, int):

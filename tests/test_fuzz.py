@@ -79,8 +79,10 @@ def long_text(rng: random.Random) -> str:
 # three checks themselves. A failure prints the text, so shrinking is not needed to read it.
 seeds = st.integers(min_value=0, max_value=2**64 - 1)
 
-REFERENCES = {family: reference_split(family) for family in peek2.FAMILIES}
-OURS = {family: ours(family) for family in peek2.FAMILIES}
+# cl100k's reference is tiktoken itself (tests/test_tiktoken_encodings.py).
+NAMES = [name for name in peek2.FAMILIES if name not in peek2.TIKTOKEN_PATTERNS]
+REFERENCES = {family: reference_split(family) for family in NAMES}
+OURS = {family: ours(family) for family in NAMES}
 
 
 def first_difference(expected: list[tuple[str, tuple[int, int]]], got: list[tuple[str, tuple[int, int]]]) -> str:
@@ -89,7 +91,7 @@ def first_difference(expected: list[tuple[str, tuple[int, int]]], got: list[tupl
 
 
 def check_all_families(text: str) -> None:
-    for family in peek2.FAMILIES:
+    for family in NAMES:
         expected, got = REFERENCES[family](text), OURS[family](text)
         assert got == expected, f"{family} {ascii(text)}: {first_difference(expected, got)}"
 
