@@ -35,6 +35,8 @@ from peek2._tables import (
     CLASS_SURROGATE,
     CLASS_UPPER,
     CLASS_WHITESPACE,
+    LETTER_CLASSES,
+    MARK_CLASSES,
     STAGE2,
 )
 
@@ -99,8 +101,6 @@ class UnsupportedPatternError(ValueError):
 
 
 # How each shape sees the table's classes (index: class id, value: category).
-_LETTERS: Final = (CLASS_LETTER, CLASS_UPPER, CLASS_LOWER, CLASS_ASCII_UPPER, CLASS_ASCII_LOWER, CLASS_CJK_LETTER)
-_MARKS: Final = (CLASS_MARK, CLASS_CJK_MARK)
 _SYMBOLS: Final = (CLASS_OTHER, CLASS_ASCII_PUNCT, CLASS_CJK_PUNCT, CLASS_CONTROL, CLASS_CJK_UNASSIGNED)
 _FIXED: Final = {
     CLASS_NUMBER: _scan.CAT_NUMBER,
@@ -118,9 +118,9 @@ def _categories(shape: int, marks_are_letters: bool) -> bytes:
         table[cls] = cat
     table[CLASS_APOSTROPHE] = _scan.CAT_APOSTROPHE
     if shape == _scan.SHAPE_CLASSIC:
-        for cls in _LETTERS:
+        for cls in LETTER_CLASSES:
             table[cls] = _scan.CAT_LETTER
-        for cls in _MARKS:
+        for cls in MARK_CLASSES:
             table[cls] = _scan.CAT_LETTER if marks_are_letters else _scan.CAT_OTHER
         for cls in _SYMBOLS:
             table[cls] = _scan.CAT_OTHER
@@ -129,7 +129,7 @@ def _categories(shape: int, marks_are_letters: bool) -> bytes:
             table[cls] = _scan.CAT_LETTER  # Lm, Lo: in both case sets
         table[CLASS_UPPER] = table[CLASS_ASCII_UPPER] = _scan.CAT_UPPER
         table[CLASS_LOWER] = table[CLASS_ASCII_LOWER] = _scan.CAT_LOWER
-        for cls in _MARKS:
+        for cls in MARK_CLASSES:
             table[cls] = _scan.CAT_MARK
         for cls in _SYMBOLS:
             table[cls] = _scan.CAT_OTHER

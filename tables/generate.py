@@ -73,6 +73,11 @@ CLASS_COUNT = 19
 
 CJK_RANGES = ((0x4E00, 0x9FA5), (0x3040, 0x30FF))
 
+# The classes that make up \p{L} and \p{M}: written into peek2/_tables.py for the families, and
+# measured against the reference by tables/measure.py (the CJK classes hold no cased letter).
+LETTER_CLASSES = (CLASS_LETTER, CLASS_UPPER, CLASS_LOWER, CLASS_ASCII_UPPER, CLASS_ASCII_LOWER, CLASS_CJK_LETTER)
+MARK_CLASSES = (CLASS_MARK, CLASS_CJK_MARK)
+
 # PropList.txt White_Space (Unicode 6.3 and later).
 WHITE_SPACE = frozenset(
     [0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x20, 0x85, 0xA0, 0x1680]
@@ -200,6 +205,8 @@ CLASS_CJK_MARK: Final = {CLASS_CJK_MARK}
 CLASS_CJK_PUNCT: Final = {CLASS_CJK_PUNCT}
 CLASS_CJK_UNASSIGNED: Final = {CLASS_CJK_UNASSIGNED}
 CLASS_COUNT: Final = {CLASS_COUNT}
+LETTER_CLASSES: Final = {LETTER_CLASSES}  # \\p{{L}}
+MARK_CLASSES: Final = {MARK_CLASSES}  # \\p{{M}}
 
 '''
     return header + bytes_literal("STAGE1", stage1) + "\n\n" + bytes_literal("STAGE2", stage2) + "\n"

@@ -17,29 +17,28 @@ from tables.generate import (
     CLASS_ASCII_PUNCT,
     CLASS_ASCII_UPPER,
     CLASS_CJK_LETTER,
-    CLASS_CJK_MARK,
     CLASS_CJK_PUNCT,
     CLASS_LETTER,
     CLASS_LOWER,
-    CLASS_MARK,
     CLASS_NEWLINE,
     CLASS_NUMBER,
     CLASS_OTHER,
     CLASS_SPACE,
     CLASS_UPPER,
     CLASS_WHITESPACE,
+    LETTER_CLASSES,
+    MARK_CLASSES,
     MAX_SCALAR,
     scalar_class,
 )
 
-# The CJK classes hold letters without case (Lo, Lm), marks, and P/S; the generator asserts it.
 PROPERTIES = {
-    r"\p{L}": {CLASS_LETTER, CLASS_UPPER, CLASS_LOWER, CLASS_ASCII_UPPER, CLASS_ASCII_LOWER, CLASS_CJK_LETTER},
+    r"\p{L}": set(LETTER_CLASSES),
     r"[\p{Lu}\p{Lt}]": {CLASS_UPPER, CLASS_ASCII_UPPER},
     r"\p{Ll}": {CLASS_LOWER, CLASS_ASCII_LOWER},
     r"[\p{Lm}\p{Lo}]": {CLASS_LETTER, CLASS_CJK_LETTER},
     r"\p{N}": {CLASS_NUMBER},
-    r"\p{M}": {CLASS_MARK, CLASS_CJK_MARK},
+    r"\p{M}": set(MARK_CLASSES),
     r"[\p{P}\p{S}]": {CLASS_OTHER, CLASS_ASCII_PUNCT, CLASS_APOSTROPHE, CLASS_CJK_PUNCT},
     r"\s": {CLASS_WHITESPACE, CLASS_SPACE, CLASS_NEWLINE},
 }
