@@ -120,6 +120,11 @@ def _category(cp: i64, stage2: bytes) -> i64:
     return stage2[(block << SHIFT) | (cp & MASK)]
 
 
+def category(cp: i64, stage2: bytes) -> i64:
+    """The family category of scalar ``cp`` (``stage2``: the family's table), for code outside the scanner."""
+    return _category(cp, stage2)
+
+
 def _contraction_end(text: str, i: i64, n: i64) -> i64:
     """End of the contraction starting with the apostrophe at i, or -1 if none matches."""
     c = ord(text[i + 1])  # the caller saw a letter at i + 1

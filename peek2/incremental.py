@@ -42,6 +42,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from peek2._scan import first_surrogate, surrogate_error
+from peek2._stream import StreamState
 from peek2.streaming import StreamEncoder, plan_of
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ CHECKPOINT_CHARS = 32_768
 TAIL_CHECKPOINTS = (256, 4096)
 """Extra checkpoints this many characters before the end of each prompt."""
 
-_State = tuple[str, str, bool, int]
+_State = StreamState
 
 
 class _Entry:

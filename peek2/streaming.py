@@ -25,7 +25,7 @@ When is a piece final? The text is held in two buffers:
   that a following combining mark or Hangul jamo could compose with;
 - ``text``: normalized text of the current segment, starting at a piece boundary, not yet
   encoded. A prefix ``text[:c]`` is encoded as soon as ``c`` is a boundary that no later text
-  can move. Two rules find one:
+  can move. Three rules find one:
 
   1. local (checked on the last ``LOCAL_WINDOW`` characters, the common case): the categories
      of ``text[c-1]`` and ``text[c]`` alone force a piece boundary at ``c`` whatever follows:
@@ -40,6 +40,14 @@ When is a piece final? The text is held in two buffers:
      character and ``text[e]`` are whitespace (a whitespace run's pieces depend on where the
      run ends: ``\\s*[\\r\\n]+`` takes up to its last newline, ``\\s+(?!\\S)`` all but its last
      character). This catches Llama-3's digit groups (``\\p{N}{1,3}``) inside long numbers.
+  3. inside one growing piece (when the pending text passes ``StreamPlan.interior_min``, 16
+     times the longest token's bytes, and again after as much more, or after it has doubled
+     following a failed try): the pending text is one piece for every probe (one scalar of each
+     category after it), ends in a run of one category, and the scanner started inside that run
+     ends the piece where it does from the start. ``peek2._growing_piece`` then finds a boundary
+     of the piece's tokens that no continuation moves (an exact test: see there), the ids before
+     it are sent, and the rest is kept as a piece that goes on (merged from its bytes when it
+     ends, never looked up whole).
 
   The prefix ``text[:c]`` is then encoded as the pieces of ``text`` before ``c`` (the scanner
   sees the pending text past ``c``), not as a text of its own: the pieces of a whitespace run
@@ -55,10 +63,12 @@ piece)``). Add at most the longest added token (a partial match), the whitespace
 (``lstrip`` tokens only), a word character before a ``single_word`` token, and one NFC run.
 ``pending_chars`` reports it; on XNLI fed in 97-character chunks it never exceeds 64 characters.
 
-One enormous piece (a megabyte of "=" or of spaces, a CJK clause without punctuation) is held
-whole until it ends, because its ids depend on all of it; it grows in place (no quadratic
-copies), rule 2 runs only when it doubles, and it is encoded in one call when it ends, so the
-work stays linear in the input. A long run of combining marks is held the same way (NFC).
+Rule 3 keeps a run of spaces, newlines, ``=``, CJK letters or marks below ``interior_min`` plus
+one chunk. Two runs are still held whole, because their ids depend on how they end: whitespace
+that holds a newline and goes on with spaces (a later newline changes all its pieces), and, with
+NFC, a run of combining marks of several classes (canonical ordering moves later marks in front).
+Such a run grows in place (no quadratic copies), rules 2 and 3 try again only when it doubles, and
+it is encoded in one call when it ends, so the work stays linear in the input.
 """
 
 from __future__ import annotations
@@ -67,7 +77,7 @@ import codecs
 import operator
 from typing import TYPE_CHECKING, Iterable, SupportsIndex, Union
 
-from peek2._stream import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, plan_of
+from peek2._stream import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -135,10 +145,10 @@ class StreamEncoder:
         return self._stream.finish(out)
 
     # The state the prompt cache keeps at a checkpoint (peek2.incremental).
-    def _snapshot(self) -> tuple[str, str, bool, int]:
+    def _snapshot(self) -> StreamState:
         return self._stream.snapshot()
 
-    def _restore(self, state: tuple[str, str, bool, int]) -> None:
+    def _restore(self, state: StreamState) -> None:
         self._stream.restore(state)
 
 

@@ -182,17 +182,23 @@ def test_pending_text_is_bounded(tok: Tokenizer, data_dir: Path) -> None:
 
 
 def test_one_enormous_piece_is_held_whole_and_stays_linear(tok: Tokenizer) -> None:
-    # 200,000 "=" are one piece: nothing is final before it ends; the scanner is asked only
-    # when the pending text doubles (a handful of times), not at every feed.
+    # A newline then 200,000 spaces: where its pieces end depends on what ends the run (a later
+    # newline takes it all), so nothing is final before it ends and rule 3 cannot cut it either.
+    # The scanner (rule 2) and rule 3 are asked only when the pending text doubles (a handful of
+    # times), not at every feed. (A run that rule 3 can cut: tests/test_growing_piece.py.)
     encoder = tok.stream_encoder()
-    scans = set()  # the scanner (rule 2) sets the next try at twice the pending length
+    assert encoder.feed("\n") == []
+    rule_2, rule_3 = set(), set()  # each sets its next try at twice the pending length
     for _ in range(2000):
-        assert encoder.feed("=" * 100) == []
-        scans.add(encoder._stream.rescan_at)
-    assert encoder.pending_chars == 200_000
-    assert len(scans) <= 10
-    assert encoder.feed(" x") == tok.encode("=" * 200_000, False)
-    assert encoder.finish() == tok.encode(" x", False)
+        assert encoder.feed(" " * 100) == []
+        rule_2.add(encoder._stream.rescan_at)
+        rule_3.add(encoder._stream.interior_at)
+    assert encoder.pending_chars == 200_001
+    assert len(rule_2) <= 10 and len(rule_3) <= 10
+    sent = encoder.feed("x. y")  # the run's pieces are final
+    expected = tok.encode("\n" + " " * 200_000 + "x. y", False)
+    assert len(sent) > len(tok.encode("\n" + " " * 199_999, False))
+    assert sent + encoder.finish() == expected
 
 
 def test_prefix_and_suffix_ids(tok: Tokenizer) -> None:

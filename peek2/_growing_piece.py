@@ -1,0 +1,125 @@
+"""Where the first ids of a piece that is still growing are final, whatever the piece goes on with.
+
+A stream (``peek2.streaming``) or a prompt session fed one long run (spaces, ``=``, CJK letters
+without punctuation, combining marks) gets one piece that never ends, and its ids used to wait for
+the end: held whole in memory, and re-encoded by every append of a session (issue 23, items 2 and
+4). This module finds a prefix of such a piece whose ids no continuation can change, so that the
+stream can send them and forget that part of the piece.
+
+Byte-pair merging (lowest rank first, leftmost on ties: HuggingFace's and tiktoken's rule) has
+three properties that decide it exactly (the "valid encoding" corollaries of GitHub's ``bpe``
+crate, which hold for HuggingFace's merge ranks too: the proofs only use that merges on either side
+of a boundary nothing crosses happen in the same order as alone):
+1. a run of consecutive tokens of a text's encoding is the encoding of its bytes;
+2. if ``A`` ends with token ``t``, ``B`` starts with ``t``, and both are encodings, then ``A`` and
+   ``B`` glued on ``t`` is an encoding; so an encoding ``e_1..e_j`` followed by the encoding
+   ``u_1..u_m`` of the next bytes is the encoding of the whole when ``merge(e_j + u_1) = [e_j, u_1]``;
+3. (from 1) the encoding of a text, cut at a boundary of its tokens, ends with the encoding of each
+   longer-than-zero prefix that ends at one of its boundaries.
+
+Let ``w`` be the piece so far (it surely goes on at least that far) and ``P`` the whole piece, which
+starts with ``w``. Walking ``P``'s tokens back from its end, the first boundary at or before
+``len(w)`` is a position ``k`` where ``w[k:]`` is empty or a proper prefix of a token (the token
+over ``len(w)`` starts there): the landing set ``K``, at most the last ``max_bytes`` positions. By 3, ``P``'s tokens before ``k`` are the
+encoding of ``w[:k]``. So a boundary ``s`` of ``merge(w)`` (tokens ``e_1..e_j`` before it) is
+final when, for every ``k`` in ``K``, the encoding of ``w[:k]`` has a boundary at ``s``; by 2 it
+does when ``merge(e_j + u_1) = [e_j, u_1]`` for ``u_1``, the first token of ``merge(w[s:k])``.
+That is an exact test, run on a few hundred bytes.
+
+Performance notes: the stream runs it only on a piece longer than ``StreamPlan.interior_min``
+characters, and again when the piece has grown by as much (or doubled, after a failed test): one
+merge of the piece, one merge of ``w[s:k]`` for each landing position (64 for a run of "=" with
+Llama-3, whose longest "=" token is 64 bytes; a handful for CJK), and a cached pair test.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Final
+
+from peek2._bpe import BytePairEncoder
+
+SPLIT_TRIES: Final = 4  # boundaries tried, from the right, before giving up until the piece doubles
+
+
+class GrowingPiece:
+    """What ``final_prefix`` needs of a tokenizer (built once, at its first long piece)."""
+
+    def __init__(self, engine: BytePairEncoder, vocab: dict[bytes, int], id_bytes: tuple[bytes | None, ...]) -> None:
+        self.engine: Final = engine
+        self.id_bytes: Final = id_bytes
+        self.tokens: Final[list[bytes]] = sorted(vocab)  # to ask whether some token starts with given bytes
+        self.max_bytes: Final[int] = max([len(token) for token in vocab], default=1)
+        self.pairs: Final[dict[tuple[int, int], bool]] = {}  # (left, right) -> merge(left + right) == [left, right]
+        self.firsts: Final[dict[bytes, int]] = {}  # bytes -> the first token of their merge
+
+    def final_prefix(self, data: bytes, first: int) -> tuple[int, list[int]]:
+        """``(s, ids)``: a boundary ``s > first`` of ``data``'s tokens, at the start of a UTF-8
+        character, that no continuation of ``data`` moves, and the ids of ``data[:s]``; ``(0, [])``
+        if none is found.
+        """
+        n = len(data)
+        landing = n  # the smallest position of the landing set (not a contiguous range: "-=" may start
+        # no token where "=-=-" does)
+        for k in range(max(0, n - self.max_bytes), n):
+            if self._starts_token(data[k:]):
+                landing = k
+                break
+        if landing <= first:
+            return 0, []
+        ids = self.engine.merge(data)
+        id_bytes = self.id_bytes
+        ends: list[int] = []
+        at = 0
+        for token_id in ids:
+            at += len(id_bytes[token_id] or b"")
+            ends.append(at)
+        tries = 0
+        j = len(ids) - 1
+        while j > 0 and tries < SPLIT_TRIES:
+            s = ends[j - 1]  # the boundary after ids[j - 1]
+            j -= 1
+            if s > landing or s <= first or 0x80 <= data[s] < 0xC0:
+                continue
+            tries += 1
+            if self._holds(data, s, ids[j], landing):
+                return s, ids[: j + 1]
+        return 0, []
+
+    def _holds(self, data: bytes, s: int, last: int, landing: int) -> bool:
+        """For every landing position ``k``, the encoding of ``data[:k]`` has a boundary at ``s``."""
+        for k in range(max(landing, s + 1), len(data) + 1):
+            if k < len(data) and not self._starts_token(data[k:]):
+                continue  # not a landing position
+            if not self._compatible(last, self._first_token(data[s:k])):
+                return False
+        return True
+
+    def _first_token(self, data: bytes) -> int:
+        """The first token of ``merge(data)``, remembered: a run of one character asks for the
+        same bytes at every cut (the 100+ landing positions of a run of spaces)."""
+        first = self.firsts.get(data)
+        if first is None:
+            first = self.engine.merge(data)[0]
+            if len(self.firsts) > 1 << 14:
+                self.firsts.clear()
+            self.firsts[data] = first
+        return first
+
+    def _compatible(self, left: int, right: int) -> bool:
+        key = (left, right)
+        known = self.pairs.get(key)
+        if known is None:
+            known = self.engine.merge((self.id_bytes[left] or b"") + (self.id_bytes[right] or b"")) == [left, right]
+            if len(self.pairs) > 1 << 16:
+                self.pairs.clear()
+            self.pairs[key] = known
+        return known
+
+    def _starts_token(self, data: bytes) -> bool:
+        """Whether ``data`` is a proper prefix of some token."""
+        tokens = self.tokens
+        k = bisect_left(tokens, data)
+        if k < len(tokens) and tokens[k] == data:
+            k += 1
+        return k < len(tokens) and tokens[k].startswith(data)

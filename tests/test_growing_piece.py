@@ -1,0 +1,173 @@
+"""Issue 23, items 2 and 4: a piece that keeps growing sends its final ids and stays bounded.
+
+A stream or a prompt session fed one long run (spaces, "=", CJK without punctuation, combining
+marks) held the whole run until it ended and re-encoded it at every append. Rule 3 of
+``peek2.streaming`` (``peek2._growing_piece``) sends the ids of a prefix that no continuation can
+change. These tests check the ids against ``tokenizers`` for runs of every kind, in the four
+families, cut every way and followed by every kind of text; that the pending text stays bounded;
+and that a session's cost grows linearly (CPU time at n and 4n in one run, no wall-clock limit).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import tokenizers
+
+from peek2 import streaming
+from peek2.tokenizer import Tokenizer
+from tests.scaling import cpu_seconds
+
+MODELS = ["llama3.1", "qwen3", "gpt4o", "deepseek-v3"]
+RUNS = {
+    "spaces": " ",
+    "equals": "=",
+    "newlines": "\n",
+    "tabs": "\t",
+    "dashes": "-",
+    "alternating": "=-",
+    "arrows": "=>",
+    "no-break spaces": "\xa0",
+    "CJK": "你好世界中文字符测试我们",
+    "kana": "ひらがなカタカナ",
+    "marks": "\u0301\u0323",
+    "cyrillic": "приветмир",
+    "upper": "ABCDEFG",
+    "thai": "สวัสดีครับ",
+    "emoji": "😀🎉",
+}
+HEADS = ["", "x", "Hi ", "\n", "1", "!"]
+TAILS = ["", " x", "x", "\n", "!", "7", " \n", "'s", "<|eot|>"]
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def pair(
+    request: pytest.FixtureRequest, data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Tokenizer, tokenizers.Tokenizer]:
+    path = data_dir / "tokenizers" / request.param / "tokenizer.json"
+    if request.param == "deepseek-v3":
+        # The stream refuses DeepSeek-V3's added tokens matched after normalization (issue 24);
+        # its scanner shape is what is tested here, so the copy matches them before.
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        for token in spec["added_tokens"]:
+            token["normalized"] = False
+        path = tmp_path_factory.mktemp("deepseek") / "tokenizer.json"
+        path.write_text(json.dumps(spec), encoding="utf-8")
+    return request.param, Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+
+
+def stream(tok: Tokenizer, chunks: list[str]) -> tuple[list[int], int, int]:
+    """The ids of streaming ``chunks``, the largest pending text, and the ids sent before finish."""
+    encoder = tok.stream_encoder()
+    ids: list[int] = []
+    longest = 0
+    for chunk in chunks:
+        encoder.feed(chunk, ids)
+        longest = max(longest, encoder.pending_chars)
+    early = len(ids)
+    encoder.finish(ids)
+    return ids, longest, early
+
+
+def cuts(rng: random.Random, text: str) -> list[str]:
+    """``text`` in chunks of random sizes, from single characters to thousands."""
+    chunks = []
+    at = 0
+    while at < len(text):
+        size = rng.choice([1, 2, 3, 7, 64, 500, 3000])
+        chunks.append(text[at : at + size])
+        at += size
+    return chunks
+
+
+def test_long_runs_stream_to_the_ids_of_tokenizers(pair: tuple[str, Tokenizer, tokenizers.Tokenizer]) -> None:
+    """Every kind of run, long enough for several rule-3 cuts, after and before every kind of text."""
+    name, tok, ref = pair
+    rng = random.Random(name)
+    limit = tok.stream_encoder()._stream.plan.interior_min
+    for kind, unit in RUNS.items():
+        for _ in range(3):
+            run = unit * (rng.randint(3 * limit, 5 * limit) // len(unit)) + unit[: rng.randint(0, len(unit))]
+            text = rng.choice(HEADS) + run + rng.choice(TAILS)
+            expected = ref.encode(text, add_special_tokens=False).ids
+            assert tok.encode(text, False) == expected, (kind, ascii(text[:20]))
+            ids, longest, early = stream(tok, cuts(rng, text))
+            assert ids == expected, (name, kind, ascii(text[:10]), ascii(text[-10:]))
+
+
+@pytest.mark.parametrize("kind", ["spaces", "equals", "newlines", "CJK", "alternating", "cyrillic"])
+def test_pending_text_of_a_run_stays_bounded(pair: tuple[str, Tokenizer, tokenizers.Tokenizer], kind: str) -> None:
+    """Item 4: the stream sends ids while the run goes on, and holds at most rule 3's threshold
+    plus a chunk (it held the whole run: 2.7 GB for 50 MB of "=")."""
+    name, tok, _ = pair
+    unit = RUNS[kind]
+    limit = tok.stream_encoder()._stream.plan.interior_min
+    text = "Hi " + unit * (40 * limit // len(unit)) + " done"
+    chunks = [text[k : k + 100] for k in range(0, len(text), 100)]
+    ids, longest, early = stream(tok, chunks)
+    assert ids == tok.encode(text, False)
+    assert longest <= limit + 100 + 2 * len(unit), f"{name} {kind}: {longest} characters pending"
+    assert early >= 0.9 * len(ids)
+
+
+def test_stream_of_megabytes_of_one_character(data_dir: Path) -> None:
+    """Item 4: 4 MB of "=" in 1 MB chunks: the ids come chunk by chunk, the pending text stays
+    small, and the ids equal encode's."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    encoder = tok.stream_encoder()
+    ids: list[int] = []
+    for _ in range(4):
+        sent = len(ids)
+        encoder.feed("=" * 1_000_000, ids)
+        assert len(ids) > sent
+        assert encoder.pending_chars <= encoder._stream.plan.interior_min
+    encoder.feed(" end", ids)
+    encoder.finish(ids)
+    assert ids == tok.encode("=" * 4_000_000 + " end", False)
+
+
+def session_ids(tok: Tokenizer, parts: list[str]) -> list[int]:
+    session = tok.prompt_session(add_special_tokens=False)
+    ids: list[int] = []
+    for part in parts:
+        keep, new = session.append(part)
+        del ids[keep:]
+        ids += new
+    return ids
+
+
+@pytest.mark.parametrize("unit", [" ", "\n", "=", "你好世界", "\u0301\u0323"], ids=["spaces", "newlines", "equals", "CJK", "marks"])
+def test_session_growing_one_piece_is_linear(data_dir: Path, unit: str) -> None:
+    """Item 2: appending 1,000 characters of one run 152 times took 17x the time of 38 times (the
+    pending piece re-encoded at every append); now 4x the appends cost about 4x."""
+    for name in ("llama3.1", "qwen3"):
+        tok = Tokenizer.from_file(data_dir / "tokenizers" / name / "tokenizer.json")
+        part = (unit * 1000)[:1000]
+        assert session_ids(tok, ["x"] + [part] * 40 + ["!"]) == tok.encode("x" + part * 40 + "!", False)
+        if name == "qwen3" and unit == "\u0301\u0323":
+            continue  # NFC holds a run of marks in its raw buffer: item 3's streaming half, still open
+        small = cpu_seconds(lambda: session_ids(tok, [part] * 38))
+        large = cpu_seconds(lambda: session_ids(tok, [part] * 152))
+        assert large / small < 6, f"{name} {unit!r}: 4x the appends took {large / small:.1f}x the time"
+
+
+def test_rule_three_keeps_its_promise_on_random_runs(data_dir: Path) -> None:
+    """Random runs over small alphabets of one category (where merges interact the most), cut at
+    random, against the whole encode."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    rng = random.Random(2311)
+    alphabets = ["=-", "=-_", "ab", "aab", " ", "*#", "，。", "的一是"]
+    limit = streaming.StreamEncoder(tok)._stream.plan.interior_min
+    for _ in range(40):
+        alphabet = rng.choice(alphabets)
+        if rng.random() < 0.5:
+            run = "".join(rng.choice(alphabet) for _ in range(rng.randint(limit, 4 * limit)))
+        else:  # periodic runs with a random period: the hardest for a boundary to settle
+            period = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9)))
+            run = (period * (4 * limit // len(period)))[: rng.randint(limit, 4 * limit)]
+        text = rng.choice(HEADS) + run + rng.choice(TAILS)
+        ids, _, _ = stream(tok, cuts(rng, text))
+        assert ids == tok.encode(text, False), ascii(text[:30])
