@@ -5,7 +5,7 @@ Pieces come with character offsets, as ``pre_tokenize_str`` reports them.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 Pieces = list[tuple[str, tuple[int, int]]]
 
@@ -23,6 +23,27 @@ def reference_split(family_or_pattern: str) -> Callable[[str], Pieces]:
         splits[0] if len(splits) == 1 else pre_tokenizers.Sequence(splits)
     ).pre_tokenize_str
     return splitter
+
+
+def reference_and_peek2(path: str) -> tuple[Any, Any]:
+    """``tokenizers.Tokenizer`` and ``peek2.Tokenizer`` of one file: a tokenizer.json, or GPT-2's
+    ``encoder.json`` (its ``vocab.bpe`` beside it) set up as HuggingFace's gpt2 tokenizer.json is:
+    ``ByteLevel(add_prefix_space=False)`` and ``<|endoftext|>`` a special token."""
+    from pathlib import Path
+
+    from tokenizers import Tokenizer as Reference
+    from tokenizers import decoders, models, pre_tokenizers
+
+    from peek2.tokenizer import Tokenizer
+
+    if Path(path).name != "encoder.json":
+        return Reference.from_file(path), Tokenizer.from_file(path)
+    merges = str(Path(path).with_name("vocab.bpe"))
+    reference = Reference(models.BPE.from_file(path, merges))
+    reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    reference.decoder = decoders.ByteLevel()
+    reference.add_special_tokens(["<|endoftext|>"])
+    return reference, Tokenizer.from_gpt2_files(path, merges)
 
 
 def peek2_split(family: str) -> Callable[[str], Pieces]:

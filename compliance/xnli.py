@@ -121,13 +121,11 @@ def family_check(family: str) -> Check:
 
 def tokenizer_check(path: str, offsets: bool = False) -> Check:
     """Ids (with and without special tokens), decode, and with ``offsets`` the character offsets
-    of one text against tokenizers.Tokenizer."""
-    from tokenizers import Tokenizer as Reference
+    of one text against tokenizers.Tokenizer (``path``: a tokenizer.json, or GPT-2's encoder.json
+    with its vocab.bpe beside it)."""
+    from compliance.reference import first_mismatch, reference_and_peek2
 
-    from compliance.reference import first_mismatch
-    from peek2.tokenizer import Tokenizer
-
-    reference, ours = Reference.from_file(path), Tokenizer.from_file(path)
+    reference, ours = reference_and_peek2(path)
 
     def check(text: str) -> tuple[int, str | None]:
         ids = []

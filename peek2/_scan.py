@@ -74,6 +74,7 @@ SHAPE_MASK: Final = 0xF
 SHAPE_CLASSIC: Final = 0  # llama3, qwen2, qwen3.5: (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|...
 SHAPE_CASED: Final = 1  # o200k, tekken: words split at case changes
 SHAPE_DEEPSEEK: Final = 2  # deepseek-v3: digits, then CJK runs, then its main pattern
+SHAPE_GPT2: Final = 3  # gpt2 (r50k, p50k, RoBERTa...): 's|'t|...| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 RULE_CONTRACTION_SUFFIX: Final = 1 << 8  # cased: a word takes (?i:'s|'t|'re|'ve|'m|'ll|'d)?
 RULE_SLASH_AFTER_PUNCT: Final = 1 << 9  # punctuation ends with [\r\n/]* instead of [\r\n]*
 RULE_END_SPACES: Final = 1 << 10  # tiktoken's cl100k: \s++$ first, a whitespace run at the end is one piece
@@ -172,6 +173,16 @@ def _number_end(text: str, j: i64, n: i64, stage2: bytes, max_digits: i64) -> i6
     return j
 
 
+def _run_end(text: str, j: i64, n: i64, stage2: bytes, a: i64, b: i64, c: i64) -> i64:
+    """End of the run from j of scalars whose category is a, b or c."""
+    while j < n:
+        k = _category(ord(text[j]), stage2)
+        if k != a and k != b and k != c:
+            break
+        j += 1
+    return j
+
+
 def _punct_end(text: str, j: i64, n: i64, stage2: bytes) -> i64:
     """End of ``[^\\s\\p{L}\\p{N}]+[\\r\\n]*`` starting at j (a punctuation scalar is at j)."""
     j += 1
@@ -255,6 +266,8 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
         return _classic_piece_end(text, i, n, stage2, rules)
     if shape == SHAPE_CASED:
         return _cased_piece_end(text, i, n, stage2, rules)
+    if shape == SHAPE_GPT2:
+        return _gpt2_piece_end(text, i, n, stage2)
     return _deepseek_piece_end(text, i, n, stage2)
 
 
@@ -289,6 +302,45 @@ def _classic_piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> 
     raise _invalid(text, i)
 
 
+def _gpt2_piece_end(text: str, i: i64, n: i64, stage2: bytes) -> i64:
+    """piece_end of GPT-2's pattern (tokenizers' ``ByteLevel(use_regex=true)``).
+
+    ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``: the
+    contractions are lowercase only, the optional prefix of a word, a number or punctuation is
+    U+0020 alone, numbers have no limit, nothing trails punctuation, and whitespace has no
+    ``\\s*[\\r\\n]+`` alternative (a newline run is cut like a space run).
+    """
+    cp: i64 = ord(text[i])
+    c0: i64 = _category(cp, stage2)
+    c1: i64 = CAT_END
+    if i + 1 < n:
+        c1 = _category(ord(text[i + 1]), stage2)
+    if cp == CP_APOSTROPHE and c1 == CAT_LETTER:
+        c = ord(text[i + 1])
+        if c == 0x73 or c == 0x74 or c == 0x6D or c == 0x64:  # s t m d
+            return i + 2
+        if i + 2 < n:
+            c2 = ord(text[i + 2])
+            if (c == 0x72 or c == 0x76) and c2 == 0x65 or c == 0x6C and c2 == 0x6C:  # re ve ll
+                return i + 3
+    j = i
+    if c0 == CAT_SPACE and (c1 == CAT_LETTER or c1 == CAT_NUMBER or c1 == CAT_OTHER or c1 == CAT_APOSTROPHE):
+        j = i + 1  # the " ?" of the next three alternatives
+        c0 = c1
+    if c0 == CAT_LETTER:
+        return _letters_end(text, j + 1, n, stage2)
+    if c0 == CAT_NUMBER:
+        return _run_end(text, j + 1, n, stage2, CAT_NUMBER, CAT_NUMBER, CAT_NUMBER)
+    if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE:
+        return _run_end(text, j + 1, n, stage2, CAT_OTHER, CAT_APOSTROPHE, CAT_APOSTROPHE)
+    if c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_NEWLINE:
+        j = _run_end(text, i + 1, n, stage2, CAT_SPACE, CAT_WHITESPACE, CAT_NEWLINE)
+        if j == n or j - i == 1:
+            return j  # the run reaches the end, or a lone whitespace before \S
+        return j - 1  # leave the last whitespace to prefix what follows
+    raise _invalid(text, i)
+
+
 def _is_cased_word(c: i64) -> bool:
     """A scalar the cased shape's words take: a letter of any case, or a mark."""
     return c == CAT_LOWER or c == CAT_UPPER or c == CAT_LETTER or c == CAT_MARK
@@ -316,13 +368,7 @@ def _cased_word_end(text: str, p: i64, n: i64, stage2: bytes, upper_only: bool) 
         else:
             break
     if q < n and _category(ord(text[q]), stage2) == CAT_LOWER:
-        q += 1
-        while q < n:
-            c = _category(ord(text[q]), stage2)
-            if c != CAT_LOWER and c != CAT_LETTER and c != CAT_MARK:
-                break
-            q += 1
-        return q
+        return _run_end(text, q + 1, n, stage2, CAT_LOWER, CAT_LETTER, CAT_MARK)
     if last_both >= 0:
         return last_both + 1
     if upper_only and q > p:
@@ -363,12 +409,7 @@ def _cased_piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i6
     if c0 == CAT_NUMBER:
         return _number_end(text, i, n, stage2, rules & RULE_DIGITS)
     if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE)):
-        j = i + 1
-        while j < n:
-            c = _category(ord(text[j]), stage2)
-            if c != CAT_OTHER and c != CAT_APOSTROPHE and c != CAT_MARK:
-                break
-            j += 1
+        j = _run_end(text, i + 1, n, stage2, CAT_OTHER, CAT_APOSTROPHE, CAT_MARK)
         slash = (rules & RULE_SLASH_AFTER_PUNCT) != 0
         while j < n:
             cp = ord(text[j])

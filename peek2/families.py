@@ -3,7 +3,7 @@
 A family is recognised only from its exact pattern string (as written in a
 ``tokenizer.json``, or for DeepSeek-V3 its exact sequence of three) or its name;
 anything else is refused with ``UnsupportedPatternError``, never split some other
-way. Families differ by data only: the scanner's shape (classic, cased, deepseek),
+way. Families differ by data only: the scanner's shape (classic, cased, deepseek, gpt2),
 how many numbers a piece takes, whether ``\\p{M}`` counts as a letter, whether a
 cased word takes a contraction after it, what may trail punctuation, and whether a
 whitespace run that ends the text is one piece (tiktoken's cl100k).
@@ -70,6 +70,9 @@ PATTERNS: Final[dict[str, str]] = {
     "o200k": _cased(_CONTRACTIONS + "?", r"\p{N}{1,3}"),
     # Mistral's Tekken: o200k without the contractions, one number per piece.
     "tekken": _cased("", r"\p{N}"),
+    # GPT-2, GPT-3 (r50k, p50k), RoBERTa, BART...: tokenizers' ByteLevel(use_regex=true) splits
+    # with this regex; in a tokenizer.json it is that pre-tokenizer, not a Split.
+    "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
 }
 """Family name -> the exact pattern string it stands for (families of one Split; see SEQUENCES)."""
 
@@ -117,7 +120,7 @@ def _categories(shape: int, marks_are_letters: bool) -> bytes:
     for cls, cat in _FIXED.items():
         table[cls] = cat
     table[CLASS_APOSTROPHE] = _scan.CAT_APOSTROPHE
-    if shape == _scan.SHAPE_CLASSIC:
+    if shape == _scan.SHAPE_CLASSIC or shape == _scan.SHAPE_GPT2:
         for cls in LETTER_CLASSES:
             table[cls] = _scan.CAT_LETTER
         for cls in MARK_CLASSES:
@@ -195,6 +198,7 @@ FAMILIES: Final[dict[str, Family]] = {
     "o200k": Family("o200k", shape=_scan.SHAPE_CASED, max_digits=3, contraction_suffix=True, slash_after_punct=True),
     "tekken": Family("tekken", shape=_scan.SHAPE_CASED, max_digits=1, slash_after_punct=True),
     "deepseek-v3": Family("deepseek-v3", shape=_scan.SHAPE_DEEPSEEK, max_digits=3),
+    "gpt2": Family("gpt2", shape=_scan.SHAPE_GPT2, max_digits=0),  # (0: no limit)
 }
 
 _BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FAMILIES.values() if family.name in PATTERNS}

@@ -132,7 +132,8 @@ def patch(tok: Tokenizer) -> Tokenizer:
     Raises:
         TypeError: ``tok`` is not a ``tokenizers.Tokenizer``.
         NotImplementedError: its pre-tokenizer is not ``Sequence[Split(Regex)..., ByteLevel(use_regex=False)]``
-            (not a Split, not byte-level, or a custom component); the message names the step.
+            nor GPT-2's ``ByteLevel(use_regex=True, add_prefix_space=False)`` (not a Split, not
+            byte-level, or a custom component); the message names the step.
         UnsupportedPatternError (a ValueError): the Split's regex is not a supported family's.
     """
     from tokenizers import Tokenizer as HfTokenizer
@@ -145,9 +146,14 @@ def patch(tok: Tokenizer) -> Tokenizer:
     family = pipeline_family(tok)
     original = tok.pre_tokenizer
     assert original is not None  # pipeline_family refused a missing one
-    # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,
-    # after the family's Split (or DeepSeek-V3's three).
-    byte_level = original[len(FAMILIES[family].patterns)]
+    if family == "gpt2":
+        # GPT-2's pre-tokenizer is one ByteLevel that splits with its regex: Peek2 splits, and a
+        # ByteLevel that only maps bytes follows (add_prefix_space is refused by pipeline_family).
+        byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    else:
+        # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,
+        # after the family's Split (or DeepSeek-V3's three).
+        byte_level = original[len(FAMILIES[family].patterns)]
     installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family)), byte_level])
     tok.pre_tokenizer = installed
     attributes = tok.__dict__

@@ -275,6 +275,36 @@ class Tokenizer:
         return cls(spec, cache_size=cache_size, _source=source)
 
     @classmethod
+    def from_gpt2_files(
+        cls,
+        encoder_json: str | os.PathLike[str],
+        vocab_bpe: str | os.PathLike[str],
+        *,
+        special_tokens: dict[str, int] | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+    ) -> Tokenizer:
+        """Load GPT-2's original ``encoder.json`` + ``vocab.bpe`` (or a HuggingFace folder's
+        ``vocab.json`` + ``merges.txt``: the same formats), split with GPT-2's pattern.
+
+        The ids are those of ``tokenizers`` with ``models.BPE.from_file(vocab, merges)`` and
+        ``ByteLevel(add_prefix_space=False)``, and of tiktoken's ``gpt2``/``r50k_base``.
+        ``special_tokens`` (content -> id) defaults to ``<|endoftext|>`` and its id.
+
+        Raises:
+            FileNotFoundError: a file is missing.
+            TokenizerFormatError (ValueError): malformed content (the file, and the line of a merge).
+        """
+        from peek2.formats.gpt2_files import load_files
+
+        for path in (encoder_json, vocab_bpe):
+            if not isinstance(path, (str, os.PathLike)):
+                raise TypeError(f"paths must be str or os.PathLike, not {type(path).__name__}")
+        spec = load_files(encoder_json, vocab_bpe, special_tokens)
+        specials = tuple(sorted(special_tokens.items())) if special_tokens is not None else None
+        source = ("gpt2", os.path.abspath(encoder_json), os.path.abspath(vocab_bpe), specials)
+        return cls(spec, cache_size=cache_size, _source=source)
+
+    @classmethod
     def from_str(cls, json_text: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Build from the text of a ``tokenizer.json``."""
         if not isinstance(json_text, str):
@@ -712,6 +742,9 @@ def _rebuild(source: tuple, cache_size: int, digest: str = "") -> Tokenizer:  # 
         tokenizer = Tokenizer.from_file(source[1], cache_size=cache_size)
     elif kind == "pretrained":
         tokenizer = Tokenizer.from_pretrained(source[1], cache_size=cache_size)
+    elif kind == "gpt2":
+        specials = dict(source[3]) if source[3] is not None else None
+        tokenizer = Tokenizer.from_gpt2_files(source[1], source[2], special_tokens=specials, cache_size=cache_size)
     elif kind == "tiktoken":
         tokenizer = Tokenizer.from_tiktoken(source[1], pattern=source[2], special_tokens=dict(source[3]), cache_size=cache_size)
     else:

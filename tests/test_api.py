@@ -67,7 +67,7 @@ def test_pattern_from_name_and_from_string() -> None:
 
 def test_unknown_family_lists_families() -> None:
     with pytest.raises(peek2.UnsupportedPatternError, match="llama3, qwen2, qwen3.5") as info:
-        peek2.split("x", "gpt2")
+        peek2.split("x", "gpt5")
     assert isinstance(info.value, ValueError)
 
 

@@ -88,7 +88,7 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
     unknown = peek2("encode", "--model", "nope", stdin="x")
     assert unknown.returncode == 2 and "not a named model" in unknown.stderr
-    pattern = peek2("split", "--pattern", "gpt2", stdin="x")
+    pattern = peek2("split", "--pattern", "gpt5", stdin="x")
     assert pattern.returncode == 2 and "supported families" in pattern.stderr
     bad_ids = peek2("decode", "--model", "llama3", stdin="1 two 3")
     assert bad_ids.returncode == 2 and "decode expects ids" in bad_ids.stderr

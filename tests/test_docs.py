@@ -2,7 +2,7 @@
 
 Each ```python block runs as a script of its own (top-level ``await`` allowed) in a fresh folder
 holding the files the examples name: ``tokenizer.json`` (Llama-3.1), ``tokenizer.model`` (Llama-3.2's
-rank file), a model folder ``Llama-3.1-8B/`` and ``corpus.jsonl`` (200 short documents). Blocks with ``>>>`` prompts are doctests and run
+rank file), a model folder ``Llama-3.1-8B/``, GPT-2's ``gpt2/encoder.json`` and ``gpt2/vocab.bpe``, and ``corpus.jsonl`` (200 short documents). Blocks with ``>>>`` prompts are doctests and run
 through doctest (tests/test_api.py runs README's). Each ``peek2 ...`` command line of a ```sh block
 runs in the same folder (what comes before ``&&`` installs, and is the CI's own set-up step).
 """
@@ -53,6 +53,7 @@ def folder(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> P
     shutil.copy(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json", tmp_path / "tokenizer.json")
     shutil.copy(data_dir / "tokenizers" / "llama3.2" / "tokenizer.model", tmp_path / "tokenizer.model")
     shutil.copytree(data_dir / "tokenizers" / "llama3.1", tmp_path / "Llama-3.1-8B")
+    shutil.copytree(data_dir / "tokenizers" / "gpt2", tmp_path / "gpt2")
     # A small corpus for docs/corpus.md: prose, code, a chat turn, an empty document.
     texts = ["Hello world, it's peek2!", "def f(x):\n    return x * 2\n", "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>", "", "Grüße 世界"]
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts * 40), encoding="utf-8")

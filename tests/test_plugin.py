@@ -160,7 +160,7 @@ def test_peek2_accepts_a_pattern_string_and_pickles() -> None:
     assert peek2.Peek2(byte_level=False).pre_tokenize_str(text) == reference.pre_tokenize_str(text)
 
 
-@pytest.mark.parametrize("bad, error", [("gpt2", peek2.UnsupportedPatternError), (r"\p{L}+", peek2.UnsupportedPatternError), (3, TypeError)])
+@pytest.mark.parametrize("bad, error", [("gpt5", peek2.UnsupportedPatternError), (r"\p{L}+", peek2.UnsupportedPatternError), (3, TypeError)])
 def test_peek2_refuses_unknown_patterns(bad: object, error: type[Exception]) -> None:
     with pytest.raises(error):
         peek2.Peek2(bad)  # type: ignore[arg-type]
@@ -336,7 +336,7 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
         (None, NotImplementedError, "no pre_tokenizer"),
         ({"type": "Whitespace"}, NotImplementedError, "Whitespace"),
         ({"type": "Sequence", "pretokenizers": [SPLIT]}, NotImplementedError, "ByteLevel"),  # not byte-level
-        ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}, NotImplementedError, "GPT-2"),
+        ({"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}, NotImplementedError, "add_prefix_space"),
         ({"type": "Sequence", "pretokenizers": [{**SPLIT, "pattern": {"Regex": r"\p{L}+|\p{N}"}}, BYTE_LEVEL]},
          peek2.UnsupportedPatternError, "nearest family"),
         ({"type": "Sequence", "pretokenizers": [{**SPLIT, "behavior": "Removed", "invert": False}, BYTE_LEVEL]},
@@ -379,6 +379,19 @@ def test_patch_new_families(data_dir: Path, model: str) -> None:
     # GPT-4o's Split(Removed, invert) of o200k's pattern; DeepSeek-V3's three Splits (issue 24).
     original, tok = load(data_dir, model), peek2.patch(load(data_dir, model))
     assert patched_family(tok) == {"gpt4o": "o200k", "deepseek-v3": "deepseek-v3"}[model]
+    for text in PATCH_TEXTS:
+        expected, got = original.encode(text), tok.encode(text)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text
+    assert json.loads(tok.to_str())["pre_tokenizer"] == json.loads(original.to_str())["pre_tokenizer"]
+
+
+def test_patch_gpt2(data_dir: Path) -> None:
+    # GPT-2's one ByteLevel(use_regex=true) becomes Peek2's gpt2 split + a ByteLevel that maps bytes.
+    from compliance.reference import reference_and_peek2
+
+    original = reference_and_peek2(str(data_dir / "tokenizers" / "gpt2" / "encoder.json"))[0]
+    tok = peek2.patch(reference_and_peek2(str(data_dir / "tokenizers" / "gpt2" / "encoder.json"))[0])
+    assert patched_family(tok) == "gpt2"
     for text in PATCH_TEXTS:
         expected, got = original.encode(text), tok.encode(text)
         assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text

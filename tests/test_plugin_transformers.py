@@ -23,10 +23,10 @@ from compliance import xnli
 from peek2 import transformers_patch
 from peek2.plugin import patched_family
 
-# The Llama-3 and Qwen backend classes (TokenizersBackend, Qwen2Tokenizer) and DeepSeek-V3's three
-# Splits. GPT-4o's folder names GPT2Tokenizer, which transformers 5 rebuilds with GPT-2's own
-# ByteLevel regex (not the file's o200k Split): peek2 has no gpt2 family yet, so it is left alone.
-MODELS = ["llama3.1", "qwen3", "deepseek-v3"]
+# The Llama-3 and Qwen backend classes (TokenizersBackend, Qwen2Tokenizer), DeepSeek-V3's three
+# Splits, and GPT-4o's folder, which names GPT2Tokenizer: transformers 5 rebuilds it with GPT-2's
+# own ByteLevel regex (not the file's o200k Split), so the patch meets the gpt2 family there.
+MODELS = ["llama3.1", "qwen3", "deepseek-v3", "gpt4o"]
 PER_LANGUAGE = 40
 
 

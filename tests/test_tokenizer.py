@@ -201,9 +201,9 @@ def test_missing_file(tmp_path: Path) -> None:
         (lambda d: d["model"]["merges"].append("Ġ"), TokenizerFormatError, r"model.merges\[280147\]"),
         (lambda d: d["model"]["merges"].append("zzzz qqqq"), TokenizerFormatError, r"model.merges\[280147\]"),
         (
-            lambda d: d.update(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}),
+            lambda d: d.update(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True, "use_regex": True}),
             NotImplementedError,
-            "GPT-2's pattern",
+            "add_prefix_space=true",
         ),
         (
             lambda d: d["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex="\\s+"),

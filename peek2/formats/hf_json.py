@@ -3,8 +3,9 @@
 Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or a
 ``Sequence`` of those; pre-tokenizer ``Sequence[Split(<family pattern>, Isolated),
 ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same
-pieces), or a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
-three); post-processor ``ByteLevel``, ``TemplateProcessing``
+pieces), a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
+three), or ``ByteLevel(use_regex=true, add_prefix_space=false)`` alone (GPT-2's pattern,
+the gpt2 family); post-processor ``ByteLevel``, ``TemplateProcessing``
 or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
@@ -221,10 +222,13 @@ def _family(raw: Any, source: str) -> str:
     steps = _field(raw, "pretokenizers", "pre_tokenizer", source, list) if kind == "Sequence" else [raw]
     paths = [f"pre_tokenizer.pretokenizers[{k}]" for k in range(len(steps))] if kind == "Sequence" else ["pre_tokenizer"]
     kinds = [_field(step, "type", path, source, str) for step, path in zip(steps, paths)]
-    if kinds == ["ByteLevel"] and steps[0].get("use_regex", True):
-        raise NotImplementedError(
-            f"{source}: pre_tokenizer ByteLevel(use_regex=true) uses GPT-2's pattern, which peek2 does not implement"
-        )
+    if kinds == ["ByteLevel"] and _flag(steps[0], "use_regex", paths[0], source, True):
+        # GPT-2's own pre-tokenizer: ByteLevel splits with GPT-2's regex (the gpt2 family).
+        if _flag(steps[0], "add_prefix_space", paths[0], source, True):
+            raise NotImplementedError(
+                f"{source}: {paths[0]} ByteLevel add_prefix_space=true (a space put before the text) is not supported"
+            )
+        return "gpt2"
     if len(kinds) < 2 or kinds[-1] != "ByteLevel" or any(k != "Split" for k in kinds[:-1]):
         raise NotImplementedError(
             f"{source}: pre_tokenizer {kind}{kinds if kind == 'Sequence' else ''} is not supported: "

@@ -1,0 +1,83 @@
+"""Read GPT-2's original files: ``encoder.json`` (token -> id) and ``vocab.bpe`` (the merges).
+
+HuggingFace's ``vocab.json`` and ``merges.txt`` (GPT-2, RoBERTa, BART, and every
+``GPT2Tokenizer`` folder) are the same two formats. Both name tokens in the byte-level
+alphabet; the pre-tokenizer they imply is GPT-2's pattern (the ``gpt2`` family: what
+``tokenizers``' ``ByteLevel(add_prefix_space=False)`` and tiktoken's ``gpt2``/``r50k_base``
+split with). ``<|endoftext|>`` is a special token when the vocabulary has it, as in HuggingFace's
+gpt2 ``tokenizer.json`` and in tiktoken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from peek2.formats.byte_level import to_bytes
+from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
+
+END_OF_TEXT = "<|endoftext|>"
+
+
+def load_files(
+    encoder_path: str | os.PathLike[str], merges_path: str | os.PathLike[str], special_tokens: dict[str, int] | None = None
+) -> TokenizerSpec:
+    """The spec of ``encoder.json`` + ``vocab.bpe`` (or ``vocab.json`` + ``merges.txt``).
+
+    ``special_tokens`` (content -> id) defaults to ``<|endoftext|>`` with its id in the vocabulary.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+        TokenizerFormatError (ValueError): malformed content (the message names the file, and the
+            line of a merge).
+    """
+    encoder_source, merges_source = os.fspath(encoder_path), os.fspath(merges_path)
+    with open(encoder_path, encoding="utf-8") as handle:
+        try:
+            raw = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise TokenizerFormatError(f"{encoder_source}: not JSON: {error}") from None
+    vocab = _vocab(raw, encoder_source)
+    with open(merges_path, encoding="utf-8") as handle:
+        merges = _merges(handle.read(), merges_source)
+    if special_tokens is None:
+        special_tokens = {END_OF_TEXT: raw[END_OF_TEXT]} if END_OF_TEXT in raw else {}
+    added = []
+    for content, token_id in special_tokens.items():
+        if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
+        added.append(AddedToken(id=token_id, content=content, special=True))
+    return TokenizerSpec(family="gpt2", vocab=vocab, merges=merges, added_tokens=added, source=encoder_source)
+
+
+def _vocab(raw: Any, source: str) -> dict[bytes, int]:
+    if not isinstance(raw, dict):
+        raise TokenizerFormatError(f"{source}: must be a JSON object of token -> id, not {type(raw).__name__}")
+    vocab: dict[bytes, int] = {}
+    for token, token_id in raw.items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or token_id < 0:
+            raise TokenizerFormatError(f"{source}: token {token!r} has id {token_id!r}, not an int >= 0")
+        data = to_bytes(token)
+        if data is None:
+            raise TokenizerFormatError(f"{source}: token {token!r} is not in the byte-level alphabet")
+        if data in vocab:
+            raise TokenizerFormatError(f"{source}: token {token!r} is listed twice")
+        vocab[data] = token_id
+    return vocab
+
+
+def _merges(text: str, source: str) -> list[tuple[bytes, bytes]]:
+    merges: list[tuple[bytes, bytes]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line or (number == 1 and line.startswith("#version")):
+            continue
+        parts = line.split(" ")
+        left = to_bytes(parts[0]) if len(parts) == 2 else None
+        right = to_bytes(parts[1]) if len(parts) == 2 else None
+        if left is None or right is None:
+            raise TokenizerFormatError(
+                f"{source}, line {number}: a merge must be two byte-level tokens separated by one space, not {line[:60]!r}"
+            )
+        merges.append((left, right))
+    return merges

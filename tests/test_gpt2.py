@@ -1,0 +1,130 @@
+"""The gpt2 family (issue 24): GPT-2's encoder.json + vocab.bpe, and tokenizer.json files whose
+pre-tokenizer is ``ByteLevel(use_regex=true)``, against tokenizers and tiktoken.
+
+The pieces are checked scalar by scalar in tests/test_codepoints.py and by the fuzz tests (the
+family is in ``peek2.PATTERNS``); the ids on XNLI in tests/test_xnli.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tiktoken
+import tiktoken.load
+import tiktoken_ext.openai_public as openai_public
+from tokenizers import pre_tokenizers
+
+import peek2
+from compliance.reference import reference_and_peek2
+from compliance.xnli import iter_xnli_tsv
+from peek2.formats.byte_level import to_bytes
+from peek2.spec import TokenizerFormatError
+from test_fuzz import atoms_text, long_text
+
+TEXTS = [
+    "Hello world", "I'm here. It's 2024!!  \n\n  ok", "'S 'sx 're 'LL 'll", "  \t\n x", "abc123 4567890123",
+    " \u0301x", "a\r\nb", "  ", " !! ?", "中文 テスト", "x  ", "\n\n\n", "Hello<|endoftext|> world",
+    "def f(x):\n    return x  # done\n", "<html>\n  <body>  </body>\n</html>", "e\u0301\u0301A\u0301BC!x",
+]
+
+
+@pytest.fixture(scope="module")
+def gpt2(data_dir: Path) -> tuple[Any, peek2.Tokenizer]:
+    return reference_and_peek2(str(data_dir / "tokenizers" / "gpt2" / "encoder.json"))
+
+
+@pytest.fixture(scope="module")
+def tiktoken_gpt2(data_dir: Path) -> tiktoken.Encoding:
+    """tiktoken's own gpt2 encoding, its two downloads replaced by the local files (same sha256)."""
+    folder = data_dir / "tokenizers" / "gpt2"
+    local = {"vocab.bpe": folder / "vocab.bpe", "encoder.json": folder / "encoder.json"}
+
+    def read_local(url: str, expected_hash: str | None = None) -> bytes:
+        data = local[url.rsplit("/", 1)[1]].read_bytes()
+        assert hashlib.sha256(data).hexdigest() == expected_hash, f"{url}: the local file is not tiktoken's"
+        return data
+
+    original = tiktoken.load.read_file_cached
+    tiktoken.load.read_file_cached = read_local  # type: ignore[assignment]
+    try:
+        definition = openai_public.gpt2()
+    finally:
+        tiktoken.load.read_file_cached = original
+    return tiktoken.Encoding(**definition)
+
+
+def test_ids_equal_tokenizers_and_tiktoken(gpt2: tuple[Any, peek2.Tokenizer], tiktoken_gpt2: tiktoken.Encoding, data_dir: Path) -> None:
+    reference, tok = gpt2
+    rng = random.Random(2)
+    texts = TEXTS + [atoms_text(rng) for _ in range(300)] + [long_text(rng) for _ in range(20)]
+    texts += [row.premise for k, row in enumerate(iter_xnli_tsv(data_dir / "xnli", ("dev",))) if k % 7 == 0]
+    for text in texts:
+        expected = reference.encode(text)
+        got = tok.encode_with_offsets(text)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:60])
+        assert tok.encode(text, split_special_tokens=True) == tiktoken_gpt2.encode(text, disallowed_special=()), ascii(text[:60])
+        assert tok.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all"), ascii(text[:60])
+        assert tok.decode(got.ids, skip_special_tokens=False) == text
+
+
+def test_byte_level_regex_is_the_pattern() -> None:
+    # tokenizers' ByteLevel(use_regex=true) splits with GPT-2's regex: the same pieces as peek2's
+    # gpt2 family (the scalar-by-scalar tests compare with Split(Regex(PATTERNS["gpt2"]))).
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    rng = random.Random(3)
+    for text in TEXTS + [atoms_text(rng) for _ in range(500)]:
+        pieces = [to_bytes(piece) for piece, _ in byte_level.pre_tokenize_str(text)]
+        assert [p.decode("utf-8") if p is not None else None for p in pieces] == peek2.split(text, "gpt2"), ascii(text)
+
+
+def test_tokenizer_json_with_byte_level_regex(gpt2: tuple[Any, peek2.Tokenizer], tmp_path: Path) -> None:
+    # HuggingFace's gpt2 tokenizer.json has this pipeline: from_file reads it as the gpt2 family.
+    reference, files = gpt2
+    path = tmp_path / "tokenizer.json"
+    path.write_text(reference.to_str(), encoding="utf-8")
+    tok = peek2.Tokenizer.from_file(path)
+    assert tok.family == "gpt2"
+    for text in TEXTS:
+        assert tok.encode(text) == files.encode(text) == reference.encode(text).ids
+    spec = json.loads(reference.to_str())
+    spec["pre_tokenizer"]["add_prefix_space"] = True
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(NotImplementedError, match="add_prefix_space"):
+        peek2.Tokenizer.from_file(path)
+
+
+def test_streaming_sessions_and_pickles(gpt2: tuple[Any, peek2.Tokenizer]) -> None:
+    _, tok = gpt2
+    rng = random.Random(5)
+    for text in TEXTS + ["\n" * 5000 + "x", " " * 5000 + "=" * 5000 + "ok", "x" + "\u0301" * 3000]:
+        encoder = tok.stream_encoder()
+        ids: list[int] = []
+        at = 0
+        while at < len(text):
+            size = rng.choice([1, 3, 50, 700])
+            encoder.feed(text[at : at + size], ids)
+            at += size
+        assert encoder.finish(ids) == tok.encode(text, False), ascii(text[:30])
+    assert pickle.loads(pickle.dumps(tok)).encode(TEXTS[1]) == tok.encode(TEXTS[1])
+
+
+def test_bad_files_name_the_file_and_line(data_dir: Path, tmp_path: Path) -> None:
+    folder = data_dir / "tokenizers" / "gpt2"
+    merges = (folder / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    merges[5] = "Ġt"  # one token, not two
+    bad = tmp_path / "vocab.bpe"
+    bad.write_text("\n".join(merges), encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match=r"vocab.bpe, line 6"):
+        peek2.Tokenizer.from_gpt2_files(folder / "encoder.json", bad)
+    encoder = tmp_path / "encoder.json"
+    encoder.write_text('["not", "an", "object"]', encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match="encoder.json: must be a JSON object"):
+        peek2.Tokenizer.from_gpt2_files(encoder, folder / "vocab.bpe")
+    with pytest.raises(FileNotFoundError):
+        peek2.Tokenizer.from_gpt2_files(tmp_path / "missing.json", folder / "vocab.bpe")
