@@ -35,6 +35,9 @@ class TokenizerSpec:
     tokenizer holds its spec, and the garbage collector walks a list of 280K merges at every full
     collection, where it stops tracking a tuple of them at its first pass. ``prefix_ids``/``suffix_ids``
     are what the post-processor adds around a single sequence when ``add_special_tokens`` is true.
+    ``trim_offsets`` is a ``ByteLevel`` post-processor's ``(trim_offsets, add_prefix_space)``: whether
+    the offsets of a token leave out its leading and trailing spaces, and whether a first token's
+    one leading space is kept (``Tokenizer.encode_with_offsets``).
     """
 
     family: str
@@ -49,6 +52,7 @@ class TokenizerSpec:
     unk_token: str | None = None
     fuse_unk: bool = False
     source: str = ""
+    trim_offsets: tuple[bool, bool] = (False, False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.merges, tuple):

@@ -40,7 +40,7 @@ from mypy_extensions import i64
 from peek2 import huge_pages
 from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
 from peek2._scan import surrogate_error
-from peek2.added_tokens import AddedTokenMatcher
+from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
 from peek2.families import FAMILIES
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
@@ -387,10 +387,40 @@ class Tokenizer:
                         self._piece_offsets(segment[piece_start:piece_end], at + piece_start, spans, ids, offsets)
                 at += len(segment)
             position += len(raw)
+        if self.spec.trim_offsets[0]:
+            first = len(self._prefix_ids) if add_special_tokens else 0
+            self._trim_offsets(ids, offsets, first)
         if add_special_tokens:
             ids.extend(self._suffix_ids)
             offsets.extend([(0, 0)] * len(self._suffix_ids))
         return Encoding(ids, offsets)
+
+    def _trim_offsets(self, ids: list[int], offsets: list[tuple[int, int]], first: int) -> None:
+        """A ``ByteLevel`` post-processor's ``trim_offsets``, as tokenizers applies it to the tokens of
+        the text (``ids[first:]``): a token's span leaves out its leading and trailing spaces (``Ġ``
+        in the vocabulary's alphabet, and whitespace in an added token's content), except the one
+        leading space of a first token when the processor has ``add_prefix_space``."""
+        keep_prefix_space = self.spec.trim_offsets[1]
+        added = {token.id: token.content for token in self._added}
+        for k in range(first, len(ids)):
+            content = added.get(ids[k])
+            if content is not None:
+                leading = len(content) - len(content.lstrip(_TRIMMED))
+                trailing = len(content) - len(content.rstrip(_TRIMMED))
+            else:
+                data = self._id_bytes[ids[k]] or b""
+                leading = len(data) - len(data.lstrip(b" "))
+                trailing = len(data) - len(data.rstrip(b" "))
+            if leading == 0 and trailing == 0:
+                continue
+            start, end = offsets[k]
+            if leading > 0:
+                if (k == first or start == 0) and keep_prefix_space and leading == 1:
+                    leading = 0
+                start = min(start + leading, end)
+            if trailing > 0 and end >= trailing:
+                end = max(end - trailing, start)
+            offsets[k] = (start, end)
 
     def _piece_offsets(
         self, piece: str, at: int, spans: list[tuple[int, int]], ids: list[int], offsets: list[tuple[int, int]]
@@ -734,6 +764,11 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(family={self.family!r}, vocab_size={self.vocab_size}, source={self.spec.source!r})"
+
+
+_TRIMMED = "\u0120" + "".join(sorted(WHITESPACE))
+"""What ``trim_offsets`` trims off an added token's content: the byte-level space ``Ġ`` and what Rust's
+``char::is_whitespace`` calls whitespace."""
 
 
 def _rebuild(source: tuple, cache_size: int, digest: str = "") -> Tokenizer:  # type: ignore[type-arg]

@@ -99,6 +99,31 @@ def test_tokenizer_json_with_byte_level_regex(gpt2: tuple[Any, peek2.Tokenizer],
         peek2.Tokenizer.from_file(path)
 
 
+@pytest.mark.parametrize("model", ["gpt2", "llama3.1"])
+@pytest.mark.parametrize("add_prefix_space", [True, False])
+def test_trim_offsets_as_tokenizers(data_dir: Path, tmp_path: Path, model: str, add_prefix_space: bool) -> None:
+    # A ByteLevel post-processor with trim_offsets (HuggingFace's gpt2 tokenizer.json has one):
+    # the offsets of a token leave out its spaces, as tokenizers' process_offsets does.
+    from tokenizers import Tokenizer as Reference
+    from tokenizers import processors
+
+    name = "encoder.json" if model == "gpt2" else "tokenizer.json"
+    reference = reference_and_peek2(str(data_dir / "tokenizers" / model / name))[0]
+    trim = processors.ByteLevel(add_prefix_space=add_prefix_space, trim_offsets=True)
+    template = reference.post_processor
+    reference.post_processor = trim if template is None else processors.Sequence([trim, template])
+    path = tmp_path / "tokenizer.json"
+    path.write_text(reference.to_str(), encoding="utf-8")
+    reference, tok = Reference.from_file(str(path)), peek2.Tokenizer.from_file(path)
+    assert tok.spec.trim_offsets == (True, add_prefix_space)
+    rng = random.Random(7)
+    texts = TEXTS + [" hello  world \n x", "  a", "x   ", " <|endoftext|> y  ", " <|eot_id|>  z ", " "]
+    for text in texts + [atoms_text(rng) for _ in range(300)]:
+        for add in (True, False):
+            expected, got = reference.encode(text, add_special_tokens=add), tok.encode_with_offsets(text, add)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets), (add, ascii(text))
+
+
 def test_streaming_sessions_and_pickles(gpt2: tuple[Any, peek2.Tokenizer]) -> None:
     _, tok = gpt2
     rng = random.Random(5)

@@ -36,8 +36,6 @@ def test_xnli_pieces_and_offsets(data_dir: Path, family: str) -> None:
 def test_xnli_ids_and_decode(data_dir: Path, model: str) -> None:
     # GPT-2 has no tokenizer.json here: its encoder.json + vocab.bpe, set up as HF's gpt2 file is.
     path = data_dir / "tokenizers" / model / ("encoder.json" if model == "gpt2" else "tokenizer.json")
-    # Llama-3.1 and 3.2 end with ByteLevel(trim_offsets=true), which peek2 does not apply yet.
-    offsets = model not in ("llama3.1", "llama3.2")
-    report = run(iter_xnli_tsv(data_dir / "xnli"), {model: tokenizer_check(str(path), offsets=offsets)})
+    report = run(iter_xnli_tsv(data_dir / "xnli"), {model: tokenizer_check(str(path), offsets=True)})
     assert_complete(report.counts, model)
     assert report.mismatches == 0, report.render()

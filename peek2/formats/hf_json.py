@@ -5,7 +5,7 @@ Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or
 ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same
 pieces), a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
 three), or ``ByteLevel(use_regex=true, add_prefix_space=false)`` alone (GPT-2's pattern,
-the gpt2 family); post-processor ``ByteLevel``, ``TemplateProcessing``
+the gpt2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``TemplateProcessing``
 or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
@@ -118,6 +118,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     vocab = _vocab(_field(model, "vocab", "model", source, dict), {token.content for token in added}, source)
     merges = _merges(_field(model, "merges", "model", source, list), source)
     prefix_ids, suffix_ids = _post_processor(data.get("post_processor"), "post_processor", source)
+    trim_offsets = _trim_offsets(data.get("post_processor"))
     _decoder(data.get("decoder"), source)
     return TokenizerSpec(
         family=family,
@@ -132,6 +133,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         unk_token=_optional_str(model, "unk_token", "model", source),
         fuse_unk=_flag(model, "fuse_unk", "model", source, False),
         source=source,
+        trim_offsets=trim_offsets,
     )
 
 
@@ -276,7 +278,8 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     kind = _field(raw, "type", path, source, str)
     if kind == "ByteLevel":
         _flag(raw, "trim_offsets", path, source, True)
-        return [], []  # only trims offsets, which peek2 reports untrimmed like trim_offsets=false
+        _flag(raw, "add_prefix_space", path, source, True)
+        return [], []  # adds no ids; its offset trimming: _trim_offsets
     if kind == "Sequence":
         prefix: list[int] = []
         suffix: list[int] = []
@@ -303,6 +306,20 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
         ids = _field(special[name], "ids", entry_path, source, list)
         (prefix if not seen_sequence else suffix).extend(_token_id(i, f"{entry_path}.ids[{j}]", source) for j, i in enumerate(ids))
     return prefix, suffix
+
+
+def _trim_offsets(raw: Any) -> tuple[bool, bool]:
+    """A ``ByteLevel`` post-processor's ``(trim_offsets, add_prefix_space)`` (checked by _post_processor)."""
+    if not isinstance(raw, dict):
+        return False, False
+    if raw.get("type") == "Sequence":
+        for step in raw.get("processors", []):
+            if _trim_offsets(step)[0]:
+                return _trim_offsets(step)
+        return False, False
+    if raw.get("type") == "ByteLevel" and raw.get("trim_offsets", True):
+        return True, bool(raw.get("add_prefix_space", True))
+    return False, False
 
 
 def _decoder(raw: Any, source: str) -> None:
