@@ -15,6 +15,7 @@ from setuptools import setup
 HOT_MODULES = sorted(
     [
         "peek2/_bpe.py",
+        "peek2/_decode.py",
         "peek2/_plugin_cuts.py",
         "peek2/_scan.py",
         "peek2/_stream.py",

@@ -39,6 +39,7 @@ from mypy_extensions import i64
 
 from peek2 import huge_pages
 from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
+from peek2._decode import ids_bytes, ids_texts
 from peek2._scan import surrogate_error
 from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
 from peek2.families import FAMILIES
@@ -627,6 +628,9 @@ class Tokenizer:
         if not isinstance(values, list):  # a 0-d array
             raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
         table = self._decode_table(skip_special_tokens)
+        data = ids_bytes(table, values)  # the usual case: Python ints, every one a token
+        if data is not None:
+            return data
         try:
             # Indexing takes any __index__ integer; a negative one would index from the end.
             if not values or min(values) >= 0:
@@ -656,18 +660,10 @@ class Tokenizer:
         """``[decode(ids) for ids in batch]``."""
         if not isinstance(batch, Iterable):
             raise TypeError(f"batch must be a sequence of sequences of int, not {type(batch).__name__}")
-        table = self._decode_table(skip_special_tokens)
-        texts: list[str] = []
-        for ids in batch:  # decode's usual case inline (a list of valid ids), else decode itself
-            if type(ids) is list:
-                try:
-                    if not ids or min(ids) >= 0:
-                        texts.append(b"".join([table[i] for i in ids]).decode("utf-8", errors="replace"))  # type: ignore[misc]
-                        continue
-                except (TypeError, IndexError):
-                    pass
-            texts.append(self.decode(ids, skip_special_tokens))
-        return texts
+        documents = batch if type(batch) is list else list(batch)
+        # decode's usual case in one compiled loop (lists of valid ids), else decode itself
+        texts = ids_texts(self._decode_table(skip_special_tokens), documents)
+        return [text if text is not None else self.decode(ids, skip_special_tokens) for text, ids in zip(texts, documents)]
 
     # ==== Vocabulary ====
 

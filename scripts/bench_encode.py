@@ -23,6 +23,7 @@ import platform
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -30,13 +31,17 @@ from corpora import ALL_CORPORA, DEFAULT_DATA, sentence_corpus, text_corpus  # n
 from timing import interleaved, table  # noqa: E402
 
 import peek2  # noqa: E402
+
+if TYPE_CHECKING:
+    import tiktoken
 from peek2.tokenizer import Tokenizer  # noqa: E402
 
 CORPORA = (*ALL_CORPORA, "sentences joined")
 TOKENIZERS = DEFAULT_DATA.parent / "tokenizers"
 
 
-def tiktoken_encoding(rank_file: Path) -> Callable[[str], list[int]]:
+def tiktoken_llama3(rank_file: Path) -> tiktoken.Encoding:
+    """tiktoken's Encoding of a Llama-3 tokenizer.model (base64 token, rank per line), without specials."""
     import tiktoken
 
     ranks = {}
@@ -44,8 +49,7 @@ def tiktoken_encoding(rank_file: Path) -> Callable[[str], list[int]]:
         for line in handle:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
-    encoding = tiktoken.Encoding("llama3", pat_str=peek2.PATTERNS["llama3"], mergeable_ranks=ranks, special_tokens={})
-    return encoding.encode_ordinary
+    return tiktoken.Encoding("llama3", pat_str=peek2.PATTERNS["llama3"], mergeable_ranks=ranks, special_tokens={})
 
 
 def main() -> int:
@@ -70,7 +74,7 @@ def main() -> int:
     }
     rank_file = args.tokenizers / "llama3.2" / "tokenizer.model"
     if ours.family == "llama3" and importlib.util.find_spec("tiktoken"):
-        engines["tiktoken"] = tiktoken_encoding(rank_file)
+        engines["tiktoken"] = tiktoken_llama3(rank_file).encode_ordinary
     # Other fast engines, when installed (pip install ".[bench]"), on the same tokenizer.json.
     if importlib.util.find_spec("fastokens"):
         import fastokens
