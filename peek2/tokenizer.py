@@ -38,7 +38,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2 import huge_pages
-from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode
+from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode, WholeChars
 from peek2._decode import ids_bytes, ids_texts
 from peek2._scan import surrogate_error
 from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
@@ -48,7 +48,7 @@ from peek2.formats.byte_level import to_bytes
 from peek2.nfc import nfc, nfc_aligned
 from peek2.pretokenizer import Peek2Pattern
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
-from peek2.whole_chars import whole_chars
+from peek2.whole_chars import WholeCharsLists, whole_chars
 
 if TYPE_CHECKING:  # the serving modules are imported when first used
     from peek2.corpus.batches import BatchFunction
@@ -98,7 +98,14 @@ class Tokenizer:
     [128000, 9906, 1917]
     """
 
-    def __init__(self, spec: TokenizerSpec, *, cache_size: int = DEFAULT_CACHE_SIZE, _source: tuple[object, ...] = ()) -> None:
+    def __init__(
+        self,
+        spec: TokenizerSpec,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        _source: tuple[object, ...] = (),
+        _tables: EngineTables | None = None,
+    ) -> None:
         if not isinstance(spec, TokenizerSpec):
             raise TypeError(f"spec must be a TokenizerSpec, not {type(spec).__name__}")
         if not isinstance(cache_size, int) or isinstance(cache_size, bool) or not 0 <= cache_size <= MAX_CACHE_SIZE:
@@ -133,17 +140,17 @@ class Tokenizer:
             nfc_aligned if spec.normalizer == "NFC" else lambda text: (text, list(range(len(text))))
         )
         family = FAMILIES[spec.family]
-        byte_ids = _byte_ids(spec)
-        merges = _merge_table(spec)
+        tables = _tables if _tables is not None else engine_tables(spec)
+        merges = tables.merge_table or MergeTable(tables.pair_keys, tables.pair_values)
         self._engine = BytePairEncoder(
-            vec[i64](byte_ids),
+            vec[i64](tables.byte_ids),
             merges,
-            {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)},
+            tables.text_vocab,
             spec.ignore_merges,
             family.stage2,
             family.rules,
             cache_size,
-            whole_chars(spec, merges, byte_ids),
+            WholeChars(*tables.whole_chars),
         )
         huge_pages.advise(self._engine.tables())
         self._raw_matcher = AddedTokenMatcher([t for t in self._added if not t.normalized])
@@ -192,8 +199,10 @@ class Tokenizer:
         """
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-        spec = hf_json.load_file(path)
-        return cls(spec, cache_size=cache_size, _source=("file", os.path.abspath(path)))
+        from peek2 import load_cache
+
+        spec, tables = load_cache.load([path], "tokenizer.json", lambda: hf_json.load_file(path))
+        return cls(spec, cache_size=cache_size, _source=("file", os.path.abspath(path)), _tables=tables)
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
@@ -214,7 +223,10 @@ class Tokenizer:
             source = models.resolve_model(name)
             # A path is kept absolute; a model's name stays a name (resolved again where unpickled).
             kept = name if name in models.MODELS else os.path.abspath(name)
-            return cls(source.load(), cache_size=cache_size, _source=("pretrained", kept))
+            from peek2 import load_cache
+
+            spec, tables = load_cache.load([source.path], f"{source.kind} {source.rank_file!r}", source.load)
+            return cls(spec, cache_size=cache_size, _source=("pretrained", kept), _tables=tables)
         if name.count("/") != 1:
             raise ValueError(
                 f"{name!r} is not a named model ({', '.join(models.MODELS)}), an existing path, "
@@ -227,8 +239,7 @@ class Tokenizer:
                 f"{name!r} is not a named model ({', '.join(models.MODELS)}) nor a local path; "
                 "to load a hub repository install huggingface_hub"
             ) from None
-        path = hf_hub_download(repo_id=name, filename="tokenizer.json")
-        return cls(hf_json.load_file(path), cache_size=cache_size, _source=("file", path))
+        return cls.from_file(hf_hub_download(repo_id=name, filename="tokenizer.json"), cache_size=cache_size)
 
     @classmethod
     def from_tiktoken(
@@ -261,19 +272,24 @@ class Tokenizer:
         for content, token_id in specials.items():
             if not isinstance(content, str) or not isinstance(token_id, int):
                 raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
-        ranks = load_ranks(path)
-        spec = TokenizerSpec(
-            family=family,
-            vocab=ranks,
-            merges=converter_merges(ranks),
-            ignore_merges=True,
-            # Reversed: where two names share an id (o200k_harmony's <|endofprompt|> and
-            # <|reserved_200018|>), decode gives the first one given (tiktoken's is its hash map's pick).
-            added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in reversed(specials.items())],
-            source=os.fspath(path),
-        )
+        from peek2 import load_cache
+
+        def build() -> TokenizerSpec:
+            ranks = load_ranks(path)
+            return TokenizerSpec(
+                family=family,
+                vocab=ranks,
+                merges=converter_merges(ranks),
+                ignore_merges=True,
+                # Reversed: where two names share an id (o200k_harmony's <|endofprompt|> and
+                # <|reserved_200018|>), decode gives the first one given (tiktoken's is its hash map's pick).
+                added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in reversed(specials.items())],
+                source=os.fspath(path),
+            )
+
+        spec, tables = load_cache.load([path], f"tiktoken {family} {list(specials.items())!r}", build)
         source = ("tiktoken", os.path.abspath(path), family, tuple(sorted(specials.items())))
-        return cls(spec, cache_size=cache_size, _source=source)
+        return cls(spec, cache_size=cache_size, _source=source, _tables=tables)
 
     @classmethod
     def from_gpt2_files(
@@ -300,10 +316,13 @@ class Tokenizer:
         for path in (encoder_json, vocab_bpe):
             if not isinstance(path, (str, os.PathLike)):
                 raise TypeError(f"paths must be str or os.PathLike, not {type(path).__name__}")
-        spec = load_files(encoder_json, vocab_bpe, special_tokens)
+        from peek2 import load_cache
+
+        options = f"gpt2 {list(special_tokens.items()) if special_tokens is not None else None!r}"
+        spec, tables = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, special_tokens))
         specials = tuple(sorted(special_tokens.items())) if special_tokens is not None else None
         source = ("gpt2", os.path.abspath(encoder_json), os.path.abspath(vocab_bpe), specials)
-        return cls(spec, cache_size=cache_size, _source=source)
+        return cls(spec, cache_size=cache_size, _source=source, _tables=tables)
 
     @classmethod
     def from_str(cls, json_text: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
@@ -844,7 +863,22 @@ def _byte_ids(spec: TokenizerSpec) -> list[int]:
     return ids
 
 
-def _merge_table(spec: TokenizerSpec) -> MergeTable:
+class EngineTables(NamedTuple):
+    """What the engine builds from a spec, as plain data (``peek2.load_cache`` keeps it on disk):
+    the token of each byte, the merges as pair keys and values (``MergeTable``), the arguments of
+    ``WholeChars``, the UTF-8 tokens by text; ``merge_table`` is the table itself when just built
+    (never stored)."""
+
+    byte_ids: list[int]
+    pair_keys: list[int]
+    pair_values: list[int]
+    whole_chars: WholeCharsLists
+    text_vocab: dict[str, int]
+    merge_table: MergeTable | None = None
+
+
+def engine_tables(spec: TokenizerSpec) -> EngineTables:
+    """The engine's tables of ``spec`` (errors name the merge that uses tokens not in the vocabulary)."""
     vocab = spec.vocab
     table: dict[int, int] = {}  # a later duplicate of a pair replaces the earlier, as in the reference
     for rank, (left, right) in enumerate(spec.merges):
@@ -853,7 +887,11 @@ def _merge_table(spec: TokenizerSpec) -> MergeTable:
             missing = [t for t, i in ((left, left_id), (right, right_id), (left + right, merged_id)) if i is None]
             raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
         table[left_id * PAIR_STRIDE + right_id] = (rank << ID_BITS) | merged_id
-    return MergeTable(list(table), list(table.values()))
+    pair_keys, pair_values = list(table), list(table.values())
+    merges = MergeTable(pair_keys, pair_values)
+    byte_ids = _byte_ids(spec)
+    text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}
+    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, merges)
 
 
 _NAMED: dict[str, Tokenizer] = {}

@@ -55,11 +55,16 @@ from peek2.spec import TokenizerSpec
 _NO_MERGE_RANK = 1 << 40  # above every rank
 
 
-def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int]) -> WholeChars:
-    """The ``WholeChars`` of a byte-level BPE vocabulary (none if its bytes are not all tokens)."""
+WholeCharsLists = tuple[list[int], list[int], list[int]]
+"""The arguments of ``WholeChars`` (entries, before, after): plain data, kept in the load cache."""
+
+
+def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int]) -> WholeCharsLists:
+    """The ``WholeChars`` of a byte-level BPE vocabulary, as its arguments (none if its bytes are
+    not all tokens)."""
     vocab = spec.vocab
     if any(vocab.get(bytes([byte])) != byte_ids[byte] for byte in range(256)):
-        return WholeChars([], [], [])
+        return ([], [], [])
     # Characters of 2 or 3 bytes that are a token, with the highest merge rank BPE uses on them.
     candidates: dict[bytes, tuple[int, int]] = {}  # UTF-8 -> (token id, highest rank used)
     for token, token_id in vocab.items():
@@ -125,7 +130,7 @@ def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int]) ->
     for c, flag in flags.items():
         if c not in excluded:
             entries[ord(c.decode("utf-8"))] = candidates[c][0] | flag
-    return WholeChars(
+    return (
         entries,
         [ord(previous) << 21 | ord(c.decode("utf-8")) for c, previous in before if c not in excluded],
         [ord(c.decode("utf-8")) << 21 | ord(following) for c, following in after if c not in excluded],

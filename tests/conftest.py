@@ -6,8 +6,11 @@ is missing: they fail, naming the folder and the option that sets it.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 import pytest
 
@@ -19,6 +22,12 @@ from compliance.reference import peek2_split as ours  # noqa: E402
 from compliance.reference import reference_split  # noqa: E402
 
 import peek2  # noqa: E402
+
+# The suite's own load cache (peek2/load_cache.py), empty at the start of each run and removed
+# after it: tests neither read nor fill the user's.
+if "PEEK2_CACHE_DIR" not in os.environ:
+    os.environ["PEEK2_CACHE_DIR"] = tempfile.mkdtemp(prefix="peek2-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["PEEK2_CACHE_DIR"], True)
 
 # The families tokenizers' Split can be the reference for (all but cl100k, tiktoken's own).
 FAMILIES = [pytest.param(name, id=name) for name in peek2.FAMILIES if name not in peek2.TIKTOKEN_PATTERNS]

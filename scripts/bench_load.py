@@ -1,0 +1,89 @@
+"""Start-up: ``Tokenizer.from_file`` against tokenizers' ``Tokenizer.from_file``, in one process.
+
+    python scripts/bench_load.py [--runs 5] [--model llama3.2 --model qwen3 ...]
+
+Four ways to load, interleaved, medians of --runs: tokenizers; peek2 with its load cache off
+(``PEEK2_CACHE=0``: JSON, the byte-level alphabet, the merge and whole-character tables);
+peek2's first load of a file (an empty cache directory: the same, plus writing the entry); and
+peek2's later loads (the entry read back, ``peek2/load_cache.py``). The cache directory is a
+temporary one, removed at the end. Then the first ``encode_with_offsets`` after a load, on text
+that NFC changes (what a new process pays on its first request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_encode import TOKENIZERS  # noqa: E402
+
+from peek2 import Tokenizer  # noqa: E402
+
+
+def seconds(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", action="append", help="folders under --tokenizers (default: llama3.2, qwen3, gpt4o)")
+    parser.add_argument("--tokenizers", type=Path, default=TOKENIZERS)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    from tokenizers import Tokenizer as Reference
+
+    directory = tempfile.mkdtemp(prefix="peek2-bench-load-")
+    os.environ["PEEK2_CACHE_DIR"] = directory
+    try:
+        print(f"median of {args.runs} interleaved loads, seconds (ratio: tokenizers' time / this time)")
+        print(f"  {'model':10} {'tokenizers':>10} {'no cache':>16} {'first load':>16} {'cached':>16}")
+        for model in args.model or ["llama3.2", "qwen3", "gpt4o"]:
+            path = args.tokenizers / model / "tokenizer.json"
+
+            def uncached() -> object:
+                os.environ["PEEK2_CACHE"] = "0"
+                try:
+                    return Tokenizer.from_file(path)
+                finally:
+                    del os.environ["PEEK2_CACHE"]
+
+            def first() -> object:
+                shutil.rmtree(directory)
+                return Tokenizer.from_file(path)
+
+            loads: dict[str, Callable[[], object]] = {
+                "tokenizers": lambda: Reference.from_file(str(path)),
+                "no cache": uncached,
+                "first load": first,
+                "cached": lambda: Tokenizer.from_file(path),
+            }
+            times: dict[str, list[float]] = {name: [] for name in loads}
+            for _ in range(args.runs):
+                for name, load in loads.items():
+                    times[name].append(seconds(load))
+            median = {name: statistics.median(t) for name, t in times.items()}
+            cells = [f"{median[name]:.3f} ({median['tokenizers'] / median[name]:.2f}x)" for name in ("no cache", "first load", "cached")]
+            print(f"  {model:10} {median['tokenizers']:10.3f} " + " ".join(f"{c:>16}" for c in cells))
+        text = "Cafe\u0301 co\u0301digo " * 100
+        for model in args.model or ["llama3.2", "qwen3", "gpt4o"]:
+            tok = Tokenizer.from_file(args.tokenizers / model / "tokenizer.json")
+            print(f"first encode_with_offsets after load, {model}: {seconds(lambda: tok.encode_with_offsets(text)) * 1000:.1f} ms, "
+                  f"second: {seconds(lambda: tok.encode_with_offsets(text)) * 1000:.1f} ms")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

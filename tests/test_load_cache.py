@@ -1,0 +1,137 @@
+"""The load cache (peek2/load_cache.py): a second load of the same content reads what the first
+built, gives the same tokenizer, and anything wrong with the cache costs only speed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer as Reference
+
+import peek2.formats.hf_json
+from peek2 import Tokenizer, load_cache
+from peek2.formats import hf_json
+
+TEXT = "Hello world, it's peek2! <|begin_of_text|>  12345 日本語のテキスト\n\n  def f(x):\n\treturn x"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("PEEK2_CACHE_DIR", str(directory))
+    monkeypatch.delenv("PEEK2_CACHE", raising=False)
+    return directory
+
+
+def entries(directory: Path) -> list[Path]:
+    return sorted(directory.iterdir()) if directory.exists() else []
+
+
+def no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: object) -> None:
+        raise AssertionError(f"{path} parsed again: the cache was not used")
+
+    monkeypatch.setattr(peek2.formats.hf_json, "load_file", refuse)
+
+
+def test_second_load_reads_the_entry(cache: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    beside = sorted(path.parent.iterdir())
+    first = Tokenizer.from_file(path)
+    [entry] = entries(cache)  # one entry, no temporary file left
+    assert entry.suffix == ".tables"
+    parsed = hf_json.load_file(path)
+    no_parse(monkeypatch)
+    second = Tokenizer.from_file(path)
+    assert second.spec == first.spec == parsed
+    assert second.spec.source == os.fspath(path)
+    reference = Reference.from_file(str(path))
+    for add in (True, False):
+        assert second.encode(TEXT, add) == first.encode(TEXT, add) == reference.encode(TEXT, add_special_tokens=add).ids
+    assert second.encode_with_offsets(TEXT).offsets == reference.encode(TEXT).offsets
+    assert second.decode(second.encode(TEXT, False), False) == TEXT
+    assert sorted(path.parent.iterdir()) == beside  # never written beside the file
+
+
+def test_same_spec_as_parsing(cache: Path, data_dir: Path) -> None:
+    path = data_dir / "tokenizers" / "qwen3" / "tokenizer.json"
+    Tokenizer.from_file(path)
+    cached = Tokenizer.from_file(path)
+    assert cached.spec == hf_json.load_file(path)
+    text = "e\u0301\u0323 Cafe\u0301 <think>x</think><|im_start|>user\nhi<|im_end|>"
+    assert cached.encode(text) == Reference.from_file(str(path)).encode(text).ids
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other header", "wrong objects"])
+def test_a_damaged_entry_is_rebuilt(cache: Path, data_dir: Path, damage: str) -> None:
+    path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
+    expected = Tokenizer.from_file(path).encode(TEXT)
+    [entry] = entries(cache)
+    content = entry.read_bytes()
+    if damage == "truncated":
+        entry.write_bytes(content[: len(content) // 2])
+    elif damage == "garbage":
+        entry.write_bytes(b"\x00" * 1000)
+    elif damage == "other header":
+        entry.write_bytes(b"peek2-load-cache 0 0.0.0 python2.7 0\n" + content.split(b"\n", 1)[1])
+    else:
+        import pickle
+
+        entry.write_bytes(load_cache.header() + pickle.dumps(("not a spec", [1, 2, 3])))
+    assert Tokenizer.from_file(path).encode(TEXT) == expected
+    assert entry.read_bytes() == content  # rewritten whole
+
+
+def test_changed_content_is_a_new_entry(cache: Path, data_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "tokenizer.json"
+    shutil.copy(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json", path)
+    assert Tokenizer.from_file(path).encode("<|mine|>", False) != [128002]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for token in data["added_tokens"]:
+        if token["id"] == 128002:
+            token["content"] = "<|mine|>"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert Tokenizer.from_file(path).encode("<|mine|>", False) == [128002]
+    assert len(entries(cache)) == 2
+
+
+def test_unwritable_or_disabled_cache(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("PEEK2_CACHE_DIR", str(blocker / "cache"))  # cannot be made
+    expected = Reference.from_file(str(path)).encode(TEXT).ids
+    assert Tokenizer.from_file(path).encode(TEXT) == expected
+    monkeypatch.setenv("PEEK2_CACHE_DIR", str(tmp_path / "off"))
+    monkeypatch.setenv("PEEK2_CACHE", "0")
+    assert Tokenizer.from_file(path).encode(TEXT) == expected
+    assert not (tmp_path / "off").exists()
+
+
+def test_errors_are_those_of_the_file(cache: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "tokenizer.json"
+    bad.write_text('{"model": {"type": "BPE", "vocab": {}, "merges": [', encoding="utf-8")
+    for _ in range(2):  # (a file that fails leaves no entry)
+        with pytest.raises(peek2.TokenizerFormatError, match="not valid JSON"):
+            Tokenizer.from_file(bad)
+    assert entries(cache) == []
+    with pytest.raises(FileNotFoundError):
+        Tokenizer.from_file(tmp_path / "missing.json")
+
+
+def test_other_loaders_key_by_their_options(cache: Path, data_dir: Path) -> None:
+    gpt2 = data_dir / "tokenizers" / "gpt2"
+    first = Tokenizer.from_gpt2_files(gpt2 / "encoder.json", gpt2 / "vocab.bpe")
+    again = Tokenizer.from_gpt2_files(gpt2 / "encoder.json", gpt2 / "vocab.bpe")
+    other = Tokenizer.from_gpt2_files(gpt2 / "encoder.json", gpt2 / "vocab.bpe", special_tokens={})
+    assert again.spec == first.spec and again.encode("<|endoftext|> hi") == first.encode("<|endoftext|> hi")
+    assert other.encode("<|endoftext|>") != first.encode("<|endoftext|>")
+    rank_file = data_dir / "tokenizers" / "llama3.2" / "tokenizer.model"
+    plain = Tokenizer.from_tiktoken(rank_file)
+    special = Tokenizer.from_tiktoken(rank_file, special_tokens={"<|begin_of_text|>": 128000})
+    assert Tokenizer.from_tiktoken(rank_file).encode(TEXT) == plain.encode(TEXT)
+    assert special.encode("<|begin_of_text|>") == [128000] != plain.encode("<|begin_of_text|>")
+    assert len(entries(cache)) == 4
