@@ -16,6 +16,7 @@ HOT_MODULES = sorted(
     [
         "peek2/_bpe.py",
         "peek2/_decode.py",
+        "peek2/_offsets.py",
         "peek2/_plugin_cuts.py",
         "peek2/_scan.py",
         "peek2/_stream.py",

@@ -29,6 +29,7 @@ runs with a compiled ``re`` character class cost 47 ns a character, twice the no
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Final
 
@@ -137,6 +138,38 @@ def nfc_aligned(text: str) -> tuple[str, list[int]]:
     normalized = nfc(text)
     if normalized == text:
         return text, list(range(len(text)))
+    # NFC never reaches across an ASCII character (a starter that composes with nothing before
+    # it), so blocks that start at one are normalized and aligned alone, and only the few that
+    # change take the character-by-character rules below: a text of 1.6 MB in 15 languages with
+    # a few decomposed accents took 2.1 s whole, 0.1 s in blocks.
+    parts: list[str] = []
+    source: list[int] = []
+    start = 0
+    while start < len(text):
+        boundary = _ASCII.search(text, start + _BLOCK) if start + _BLOCK < len(text) else None
+        end = boundary.start() if boundary is not None else len(text)
+        block = text[start:end]
+        block_normalized = nfc(block)
+        if block_normalized == block:
+            source.extend(range(start, end))
+        else:
+            block_normalized, block_source = _nfc_aligned_block(block)
+            source.extend([start + k for k in block_source])
+        parts.append(block_normalized)
+        start = end
+    result = "".join(parts)
+    if result != normalized:  # (blocks cut where they may be: their forms add up to the text's)
+        raise AssertionError(f"NFC in blocks disagrees with NFC on {ascii(text)}")
+    return result, source
+
+
+_ASCII: Final = re.compile("[\x00-\x7f]")
+_BLOCK: Final = 512
+
+
+def _nfc_aligned_block(text: str) -> tuple[str, list[int]]:
+    """``nfc_aligned`` of a text that NFC changes, character by character (the rules above)."""
+    normalized = nfc(text)
     # 1. Full canonical decomposition: change 0 for a first part, +1 for each further part.
     chars: list[str] = []
     changes: list[int] = []

@@ -40,6 +40,7 @@ from mypy_extensions import i64
 from peek2 import huge_pages
 from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode, WholeChars
 from peek2._decode import ids_bytes, ids_texts
+from peek2._offsets import char_spans
 from peek2._scan import surrogate_error
 from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
 from peek2.families import FAMILIES
@@ -142,6 +143,10 @@ class Tokenizer:
         family = FAMILIES[spec.family]
         tables = _tables if _tables is not None else engine_tables(spec)
         merges = tables.merge_table or MergeTable(tables.pair_keys, tables.pair_values)
+        # Whether the bytes of a text's ids are its UTF-8 (every byte is its own token): spans then
+        # follow from the tokens' lengths (``_segment_offsets``; lengths made at its first call).
+        self._bytes_are_text = all(self._id_bytes[token_id] == bytes([byte]) for byte, token_id in enumerate(tables.byte_ids))
+        self._token_lengths: vec[i64] | None = None
         self._engine = BytePairEncoder(
             vec[i64](tables.byte_ids),
             merges,
@@ -394,17 +399,22 @@ class Tokenizer:
                 offsets.append((position, position + len(raw)))
                 position += len(raw)
                 continue
-            normalized, source = self._normalize_aligned(raw)
-            # source[k]: index in ``raw`` of normalized character k.
-            spans = [(position + k, position + k + 1) for k in source]
+            # source[k]: index in ``raw`` of normalized character k (None: the same character).
+            normalized, source = self._normalize_aligned(raw) if self._normalizes else (raw, None)
+            if source is not None and normalized == raw:
+                source = None
             at = 0
             for segment, added_id in self._normalized_matcher.split(normalized, split_special_tokens):
                 if added_id >= 0:
                     ids.append(added_id)
-                    offsets.append((spans[at][0], spans[at + len(segment) - 1][1]))
+                    if source is None:
+                        offsets.append((position + at, position + at + len(segment)))
+                    else:
+                        offsets.append((position + source[at], position + source[at + len(segment) - 1] + 1))
+                elif source is None:
+                    self._segment_offsets(segment, None, position + at, ids, offsets)
                 else:
-                    for piece_start, piece_end in self.pattern.split_offsets(segment):
-                        self._piece_offsets(segment[piece_start:piece_end], at + piece_start, spans, ids, offsets)
+                    self._segment_offsets(segment, source[at : at + len(segment)], position, ids, offsets)
                 at += len(segment)
             position += len(raw)
         if self.spec.trim_offsets[0]:
@@ -441,6 +451,24 @@ class Tokenizer:
             if trailing > 0 and end >= trailing:
                 end = max(end - trailing, start)
             offsets[k] = (start, end)
+
+    def _segment_offsets(
+        self, segment: str, source: list[int] | None, base: int, ids: list[int], offsets: list[tuple[int, int]]
+    ) -> None:
+        """Append the ids of ``segment`` (text as the merger sees it) and their spans: character ``c``
+        of it is ``base + c`` of the caller's text, or ``base + source[c]`` (see ``char_spans``)."""
+        if self._bytes_are_text:
+            if self._token_lengths is None:
+                self._token_lengths = vec[i64]([len(data) if data is not None else 0 for data in self._id_bytes])
+            first, spans_before = len(ids), len(offsets)
+            self._engine.encode(segment, ids)
+            if char_spans(self._token_lengths, ids, first, segment, source, base, offsets):
+                return
+            del ids[first:], offsets[spans_before:]  # (never, for these vocabularies)
+        where = source if source is not None else range(len(segment))
+        spans = [(base + k, base + k + 1) for k in where]
+        for piece_start, piece_end in self.pattern.split_offsets(segment):
+            self._piece_offsets(segment[piece_start:piece_end], piece_start, spans, ids, offsets)
 
     def _piece_offsets(
         self, piece: str, at: int, spans: list[tuple[int, int]], ids: list[int], offsets: list[tuple[int, int]]

@@ -12,31 +12,22 @@ output, median of --runs interleaved rounds.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import os
-import platform
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_encode import TOKENIZERS, tiktoken_llama3  # noqa: E402
-from corpora import DEFAULT_DATA, TEXT_CORPORA, sentence_corpus, text_corpus  # noqa: E402
-from timing import interleaved, table  # noqa: E402
+from bench_encode import tiktoken_llama3  # noqa: E402
+from corpora import TEXT_CORPORA, sentence_corpus, text_corpus  # noqa: E402
+from timing import describe, interleaved, model_arguments, table  # noqa: E402
 
-import peek2  # noqa: E402
 from peek2.tokenizer import Tokenizer  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="llama3.2", help="folder under --tokenizers")
-    parser.add_argument("--tokenizers", type=Path, default=TOKENIZERS)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="XNLI folder")
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--corpus", action="append", choices=(*TEXT_CORPORA, "batch"))
+    parser = model_arguments(__doc__, "llama3.2", 7, (*TEXT_CORPORA, "batch"))
     args = parser.parse_args()
     from tokenizers import Tokenizer as Reference
 
@@ -54,10 +45,7 @@ def main() -> int:
         encoding = tiktoken_llama3(args.tokenizers / "llama3.2" / "tokenizer.model")
         single["tiktoken"] = encoding.decode
         batch["tiktoken"] = encoding.decode_batch
-    print(
-        f"python {platform.python_version()}, {os.cpu_count()} cpus, peek2 compiled: {peek2.COMPILED}, "
-        f"model {args.model}, median of {args.runs} interleaved runs"
-    )
+    print(describe(args))
     baselines = [b for b in ("tiktoken", "tokenizers") if b in single]
     for name in args.corpus or (*TEXT_CORPORA, "batch"):
         if name == "batch":

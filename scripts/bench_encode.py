@@ -15,11 +15,8 @@ the cost of the text itself (15 languages, many pieces never seen before).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import importlib.util
-import os
-import platform
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +25,7 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import ALL_CORPORA, DEFAULT_DATA, sentence_corpus, text_corpus  # noqa: E402
-from timing import interleaved, table  # noqa: E402
+from timing import describe, interleaved, model_arguments, table  # noqa: E402
 
 import peek2  # noqa: E402
 
@@ -53,12 +50,7 @@ def tiktoken_llama3(rank_file: Path) -> tiktoken.Encoding:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="llama3.1", help="folder under --tokenizers")
-    parser.add_argument("--tokenizers", type=Path, default=TOKENIZERS)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="XNLI folder")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--corpus", action="append", choices=CORPORA)
+    parser = model_arguments(__doc__, "llama3.1", 5, CORPORA)
     args = parser.parse_args()
     from tokenizers import Tokenizer as Reference
 
@@ -86,10 +78,7 @@ def main() -> int:
 
         tok_ie = tokie.Tokenizer.from_json(str(path))
         engines["tokie"] = lambda t: tok_ie.encode(t, add_special_tokens=False).ids
-    print(
-        f"python {platform.python_version()}, {os.cpu_count()} cpus, peek2 compiled: {peek2.COMPILED}, "
-        f"model {args.model}, median of {args.runs} interleaved runs"
-    )
+    print(describe(args))
     baselines = [b for b in ("tiktoken", "tokenizers") if b in engines]
     for name in args.corpus or CORPORA:
         if name == "sentences":

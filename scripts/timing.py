@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+import platform
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 def interleaved(engines: dict[str, Callable[[], object]], rounds: int, before: Callable[[], None] | None = None) -> dict[str, list[float]]:
@@ -29,3 +33,26 @@ def table(nbytes: int, seconds: dict[str, list[float]], baselines: list[str]) ->
         ratios = "  ".join(f"{medians[name] / medians[b]:14.2f}" for b in baselines)
         rows.append(f"  {name:24} {medians[name]:11.1f} {f'({low:.1f} - {high:.1f})':>16}  {ratios}")
     return "\n".join(rows)
+
+
+def model_arguments(doc: str, model: str, runs: int, corpora: Sequence[str]) -> argparse.ArgumentParser:
+    """The options every engine benchmark takes: --model, --tokenizers, --data, --runs, --corpus."""
+    from corpora import DEFAULT_DATA
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--model", default=model, help="folder under --tokenizers")
+    parser.add_argument("--tokenizers", type=Path, default=DEFAULT_DATA.parent / "tokenizers")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="XNLI folder")
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--corpus", action="append", choices=corpora)
+    return parser
+
+
+def describe(args: argparse.Namespace) -> str:
+    """The first line of a benchmark's report: the machine, the build and the run."""
+    import peek2
+
+    return (
+        f"python {platform.python_version()}, {os.cpu_count()} cpus, peek2 compiled: {peek2.COMPILED}, "
+        f"model {args.model}, median of {args.runs} interleaved runs"
+    )

@@ -247,6 +247,20 @@ def test_offsets_match_reference(pair: tuple[Tokenizer, Reference], text: str) -
         assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
 
 
+@pytest.mark.parametrize("model", ["llama3.1", "qwen3"])
+def test_offsets_of_the_per_piece_path(data_dir: Path, model: str) -> None:
+    """The per-piece path (vocabularies whose bytes are not all tokens, or ids whose bytes do not
+    add up to the text) gives the reference's offsets too: forced here on the usual files."""
+    path = data_dir / "tokenizers" / model / "tokenizer.json"
+    ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
+    ours._bytes_are_text = False
+    for text in [*SAMPLES, "Cafe\u0301 e\u0301\u0323 \u212b \uac00\u11a8 <|im_start|>x<|im_end|> \U0001F600!"]:
+        for add in (True, False):
+            expected = reference.encode(text, add_special_tokens=add)
+            got = ours.encode_with_offsets(text, add)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text
+
+
 def test_offsets_on_xnli_sample(pair: tuple[Tokenizer, Reference], data_dir: Path) -> None:
     from compliance.xnli import iter_xnli_tsv
 
