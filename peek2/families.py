@@ -86,6 +86,14 @@ TIKTOKEN_PATTERNS: Final[dict[str, str]] = {
 }
 """Family name -> tiktoken's ``pat_str`` for it, where it is not the tokenizer.json form (``from_tiktoken``)."""
 
+TIKTOKEN_ALIASES: Final[dict[str, str]] = {
+    # r50k_base, p50k_base and gpt2's pat_str: GPT-2's pattern in tiktoken's spelling, the same
+    # pieces on every text (the contractions grouped, possessive runs where nothing backtracks,
+    # \s++$ taking the run \s+(?!\S) takes at the end, \s where \s+ could only match one).
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s": "gpt2",
+}
+"""tiktoken ``pat_str`` -> the family whose pieces it gives, where it is another spelling of its pattern."""
+
 SEQUENCES: Final[dict[str, tuple[str, ...]]] = {
     # DeepSeek-V3 and R1: three Splits in turn, each on the pieces of the one before.
     "deepseek-v3": (
@@ -206,6 +214,7 @@ _BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FA
 _BY_TIKTOKEN_PATTERN: Final[dict[str, Family]] = {
     **_BY_PATTERN,
     **{pattern: FAMILIES[name] for name, pattern in TIKTOKEN_PATTERNS.items()},
+    **{pattern: FAMILIES[name] for pattern, name in TIKTOKEN_ALIASES.items()},
 }
 _BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values()}
 

@@ -266,8 +266,9 @@ class Tokenizer:
         (family ``cl100k``: tiktoken's ``\\s++$`` keeps a whitespace run that ends the text as one
         piece, where tokenizers' files of cl100k split it after its last newline; with cl100k_base's
         ranks the ids agree anyway, no whitespace token going on past a newline without ending in
-        one) or o200k_base's and
-        o200k_harmony's (family ``o200k``).
+        one), o200k_base's and
+        o200k_harmony's (family ``o200k``), or r50k_base's, p50k_base's and gpt2's (family ``gpt2``:
+        GPT-2's pattern in tiktoken's spelling, the same pieces).
         """
         from peek2.formats.tiktoken_file import converter_merges, load_ranks
         from peek2.families import find_tiktoken_family

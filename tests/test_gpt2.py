@@ -7,6 +7,7 @@ family is in ``peek2.PATTERNS``); the ids on XNLI in tests/test_xnli.py.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import pickle
@@ -153,3 +154,30 @@ def test_bad_files_name_the_file_and_line(data_dir: Path, tmp_path: Path) -> Non
         peek2.Tokenizer.from_gpt2_files(encoder, folder / "vocab.bpe")
     with pytest.raises(FileNotFoundError):
         peek2.Tokenizer.from_gpt2_files(tmp_path / "missing.json", folder / "vocab.bpe")
+
+
+def test_r50k_base_rank_file_with_tiktokens_pattern(tiktoken_gpt2: tiktoken.Encoding, tmp_path: Path, data_dir: Path) -> None:
+    """r50k_base.tiktoken, rebuilt here from GPT-2's files (tiktoken's pinned sha256 checks it is
+    the published file), loads with r50k's pat_str as the gpt2 family and gives tiktoken's ids."""
+    ranks = sorted(tiktoken_gpt2._mergeable_ranks.items(), key=lambda item: item[1])
+    data = b"".join(base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in ranks)
+    path = tmp_path / "r50k_base.tiktoken"
+    path.write_bytes(data)
+
+    def read_built(url: str, expected_hash: str | None = None) -> bytes:
+        assert url.endswith("/r50k_base.tiktoken") and hashlib.sha256(data).hexdigest() == expected_hash
+        return data
+
+    original = tiktoken.load.read_file_cached
+    tiktoken.load.read_file_cached = read_built  # type: ignore[assignment]
+    try:
+        r50k = tiktoken.Encoding(**openai_public.r50k_base())
+    finally:
+        tiktoken.load.read_file_cached = original
+    tok = peek2.Tokenizer.from_tiktoken(path, pattern=openai_public.r50k_pat_str, special_tokens={"<|endoftext|>": 50256})
+    assert tok.family == "gpt2"
+    rng = random.Random(5)
+    texts = TEXTS + [atoms_text(rng) for _ in range(300)] + [long_text(rng) for _ in range(20)]
+    texts += [row.hypothesis for k, row in enumerate(iter_xnli_tsv(data_dir / "xnli", ("dev",))) if k % 11 == 0]
+    for text in texts + [t + "  \n " for t in TEXTS]:
+        assert tok.encode(text) == r50k.encode(text, allowed_special="all"), ascii(text[:60])
