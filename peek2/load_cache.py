@@ -28,6 +28,7 @@ merge table and the engine). ``python scripts/bench_load.py`` measures it agains
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import os
 import pickle
@@ -117,6 +118,12 @@ def header() -> bytes:
 
 
 def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
+    # The collector paused while the merges are unpickled: their pair tuples then stay in the
+    # youngest generation in the order they were made, before the tuple that holds them, and the
+    # first collection stops tracking all of them (tokenizer.py's notes on memory). A collection
+    # in the middle would move some pairs behind the outer tuple, which then stays tracked.
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         with open(entry, "rb") as handle:
             if handle.readline() != header():
@@ -124,6 +131,9 @@ def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
             spec, tables = pickle.load(handle)
     except Exception:  # a missing, truncated or foreign entry: parse the file instead
         return None
+    finally:
+        if enabled:
+            gc.enable()
     if not isinstance(spec, TokenizerSpec) or not isinstance(tables, EngineTables):
         return None
     return spec, tables
