@@ -181,3 +181,36 @@ def test_r50k_base_rank_file_with_tiktokens_pattern(tiktoken_gpt2: tiktoken.Enco
     texts += [row.hypothesis for k, row in enumerate(iter_xnli_tsv(data_dir / "xnli", ("dev",))) if k % 11 == 0]
     for text in texts + [t + "  \n " for t in TEXTS]:
         assert tok.encode(text) == r50k.encode(text, allowed_special="all"), ascii(text[:60])
+
+
+@pytest.mark.parametrize(("trim_offsets", "add_prefix_space"), [(True, False), (True, True), (False, False)])
+def test_roberta_processing_as_tokenizers(data_dir: Path, tmp_path: Path, trim_offsets: bool, add_prefix_space: bool) -> None:
+    """RoBERTa's post-processor (``<s> text </s>``, its own offset trimming) on GPT-2's vocabulary
+    with RoBERTa's two special tokens: ids and offsets as tokenizers gives them."""
+    from tokenizers import Tokenizer as Reference
+    from tokenizers import decoders, models, processors
+
+    folder = data_dir / "tokenizers" / "gpt2"
+    reference = Reference(models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    reference.decoder = decoders.ByteLevel()
+    reference.add_special_tokens(["<|endoftext|>", "<s>", "</s>"])
+    cls, sep = reference.token_to_id("<s>"), reference.token_to_id("</s>")
+    reference.post_processor = processors.RobertaProcessing(
+        ("</s>", sep), ("<s>", cls), trim_offsets=trim_offsets, add_prefix_space=add_prefix_space
+    )
+    path = tmp_path / "tokenizer.json"
+    reference.save(str(path))
+    tok = peek2.Tokenizer.from_file(path)
+    rng = random.Random(7)
+    for text in TEXTS + ["  leading", " one", "trailing  ", "<s> x </s>", " <s>  y"] + [atoms_text(rng) for _ in range(200)]:
+        for add in (True, False):
+            expected = reference.encode(text, add_special_tokens=add)
+            got = tok.encode_with_offsets(text, add)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets), (add, ascii(text[:60]))
+            assert tok.encode(text, add) == expected.ids
+    bad = json.loads(path.read_text(encoding="utf-8"))
+    bad["post_processor"]["cls"] = ["<s>"]
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(peek2.TokenizerFormatError, match=r"post_processor\.cls must be a \[token, id\] pair"):
+        peek2.Tokenizer.from_file(path)

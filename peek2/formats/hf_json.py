@@ -5,8 +5,8 @@ Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or
 ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same
 pieces), a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
 three), or ``ByteLevel(use_regex=true, add_prefix_space=false)`` alone (GPT-2's pattern,
-the gpt2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``TemplateProcessing``
-or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
+the gpt2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``RobertaProcessing``
+(the same trimming), ``TemplateProcessing`` or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
 """
@@ -287,6 +287,11 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
             more_prefix, more_suffix = _post_processor(step, f"{path}.processors[{k}]", source)
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
+    if kind == "RobertaProcessing":  # <s> text </s>; its offset trimming: _trim_offsets
+        _flag(raw, "trim_offsets", path, source, True)
+        _flag(raw, "add_prefix_space", path, source, True)
+        cls, sep = (_named_id(raw, key, path, source) for key in ("cls", "sep"))
+        return [cls], [sep]
     if kind != "TemplateProcessing":
         raise NotImplementedError(f"{source}: {path} {kind!r} is not supported")
     special = _field(raw, "special_tokens", path, source, dict)
@@ -308,8 +313,17 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     return prefix, suffix
 
 
+def _named_id(raw: dict[str, Any], key: str, path: str, source: str) -> int:
+    """The id of a ``[content, id]`` pair (RobertaProcessing's ``cls`` and ``sep``)."""
+    pair = raw.get(key)
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+        raise TokenizerFormatError(f"{source}: field {_at(path, key)} must be a [token, id] pair, not {pair!r}")
+    return _token_id(pair[1], f"{_at(path, key)}[1]", source)
+
+
 def _trim_offsets(raw: Any) -> tuple[bool, bool]:
-    """A ``ByteLevel`` post-processor's ``(trim_offsets, add_prefix_space)`` (checked by _post_processor)."""
+    """A ``ByteLevel`` or ``RobertaProcessing`` post-processor's ``(trim_offsets, add_prefix_space)``
+    (checked by _post_processor); both trim the text's tokens, special tokens added or not."""
     if not isinstance(raw, dict):
         return False, False
     if raw.get("type") == "Sequence":
@@ -317,7 +331,7 @@ def _trim_offsets(raw: Any) -> tuple[bool, bool]:
             if _trim_offsets(step)[0]:
                 return _trim_offsets(step)
         return False, False
-    if raw.get("type") == "ByteLevel" and raw.get("trim_offsets", True):
+    if raw.get("type") in ("ByteLevel", "RobertaProcessing") and raw.get("trim_offsets", True):
         return True, bool(raw.get("add_prefix_space", True))
     return False, False
 
