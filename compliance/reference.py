@@ -17,6 +17,15 @@ def reference_split(family_or_pattern: str) -> Callable[[str], Pieces]:
     import peek2
 
     family = peek2.FAMILIES.get(family_or_pattern)
+    if family is not None and family.name == "starcoder2":  # no regex: the files' own pipeline
+        pipeline = pre_tokenizers.Sequence(
+            [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+        )
+
+        def split_text(text: str) -> Pieces:  # ByteLevel's pieces are in its byte alphabet: the text's own
+            return [(text[start:end], (start, end)) for _, (start, end) in pipeline.pre_tokenize_str(text)]
+
+        return split_text
     patterns = family.patterns if family is not None else (family_or_pattern,)
     splits = [pre_tokenizers.Split(Regex(pattern), behavior="isolated") for pattern in patterns]
     splitter: Callable[[str], Pieces] = (

@@ -267,6 +267,8 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
     if shape == SHAPE_CASED:
         return _cased_piece_end(text, i, n, stage2, rules)
     if shape == SHAPE_GPT2:
+        if (rules & RULE_DIGITS) == 1:
+            return _digits_apart_piece_end(text, i, n, stage2)
         return _gpt2_piece_end(text, i, n, stage2)
     return _deepseek_piece_end(text, i, n, stage2)
 
@@ -339,6 +341,37 @@ def _gpt2_piece_end(text: str, i: i64, n: i64, stage2: bytes) -> i64:
             return j  # the run reaches the end, or a lone whitespace before \S
         return j - 1  # leave the last whitespace to prefix what follows
     raise _invalid(text, i)
+
+
+def _rust_numeric(cp: i64, stage2: bytes) -> bool:
+    """Rust's ``char::is_numeric`` (the test of tokenizers' ``Digits``): \\p{N}, and the digits
+    Unicode 17 added (Tolong Siki U+11DE0..U+11DE9, U+16FF4..U+16FF6), which tokenizers' Rust
+    knows and the Unicode 16 of its Oniguruma (and of these tables) does not (measured on every
+    scalar against the pinned tokenizers: ``tests/test_codepoints.py`` for family starcoder2)."""
+    return _category(cp, stage2) == CAT_NUMBER or 0x11DE0 <= cp <= 0x11DE9 or 0x16FF4 <= cp <= 0x16FF6
+
+
+def _digits_apart_piece_end(text: str, i: i64, n: i64, stage2: bytes) -> i64:
+    """piece_end of StarCoder2's and SmolLM's ``Sequence[Digits(individual_digits=true),
+    ByteLevel(use_regex=true)]``: each numeric scalar is a piece, and GPT-2's pattern runs on the
+    text between two of them as on a text of its own (a space before a digit is not its prefix,
+    and a whitespace run before one is one piece, as at the end of a text).
+
+    GPT-2's piece at ``i`` looks no further than one scalar past its end (the one that ends a run
+    or that ``\\s+(?!\\S)`` looks at), so it is found on the whole text first, and found again
+    with the text ending at the first numeric scalar up to there, if any: each scalar is looked
+    at a bounded number of times.
+    """
+    if _rust_numeric(ord(text[i]), stage2):
+        return i + 1
+    end = _gpt2_piece_end(text, i, n, stage2)
+    p = i + 1
+    last = min(end + 2, n)  # (through end + 1: a whitespace run's last scalar is left at end - 1)
+    while p < last:
+        if _rust_numeric(ord(text[p]), stage2):
+            return _gpt2_piece_end(text, i, p, stage2)
+        p += 1
+    return end
 
 
 def _is_cased_word(c: i64) -> bool:

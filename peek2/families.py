@@ -178,10 +178,13 @@ class Family:
         end_spaces: bool = False,
     ) -> None:
         self.name: Final = name
+        # () for a family no regex stands for exactly (starcoder2: Rust's char::is_numeric).
         self.patterns: Final[tuple[str, ...]] = (
-            SEQUENCES[name] if name in SEQUENCES else (TIKTOKEN_PATTERNS.get(name) or PATTERNS[name],)
+            SEQUENCES[name] if name in SEQUENCES
+            else (TIKTOKEN_PATTERNS.get(name) or PATTERNS[name],) if name in PATTERNS or name in TIKTOKEN_PATTERNS
+            else ()
         )
-        self.pattern: Final = self.patterns[-1]
+        self.pattern: Final = self.patterns[-1] if self.patterns else ""
         self.shape: Final = shape
         self.max_digits: Final = max_digits
         self.marks_are_letters: Final = marks_are_letters
@@ -207,6 +210,9 @@ FAMILIES: Final[dict[str, Family]] = {
     "tekken": Family("tekken", shape=_scan.SHAPE_CASED, max_digits=1, slash_after_punct=True),
     "deepseek-v3": Family("deepseek-v3", shape=_scan.SHAPE_DEEPSEEK, max_digits=3),
     "gpt2": Family("gpt2", shape=_scan.SHAPE_GPT2, max_digits=0),  # (0: no limit)
+    # StarCoder2, SmolLM: Sequence[Digits(individual_digits=true), ByteLevel(use_regex=true)], GPT-2's
+    # pattern between digits that are pieces of their own (1: digits apart, _scan._digits_apart_piece_end).
+    "starcoder2": Family("starcoder2", shape=_scan.SHAPE_GPT2, max_digits=1),
 }
 
 _BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FAMILIES.values() if family.name in PATTERNS}
@@ -216,7 +222,7 @@ _BY_TIKTOKEN_PATTERN: Final[dict[str, Family]] = {
     **{pattern: FAMILIES[name] for name, pattern in TIKTOKEN_PATTERNS.items()},
     **{pattern: FAMILIES[name] for pattern, name in TIKTOKEN_ALIASES.items()},
 }
-_BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values()}
+_BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values() if family.patterns}
 
 
 def _clip(text: str, limit: int = 80) -> str:

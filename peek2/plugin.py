@@ -146,9 +146,10 @@ def patch(tok: Tokenizer) -> Tokenizer:
     family = pipeline_family(tok)
     original = tok.pre_tokenizer
     assert original is not None  # pipeline_family refused a missing one
-    if family == "gpt2":
-        # GPT-2's pre-tokenizer is one ByteLevel that splits with its regex: Peek2 splits, and a
-        # ByteLevel that only maps bytes follows (add_prefix_space is refused by pipeline_family).
+    if family in ("gpt2", "starcoder2"):
+        # GPT-2's pre-tokenizer is one ByteLevel that splits with its regex (after Digits for
+        # starcoder2): Peek2 splits, and a ByteLevel that only maps bytes follows
+        # (add_prefix_space is refused by pipeline_family).
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     else:
         # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,

@@ -1,7 +1,8 @@
-"""Every capability on the families of issue 24 (o200k, tekken, deepseek-v3), against tokenizers.
+"""Every capability on the families of issue 24 (o200k, tekken, deepseek-v3, starcoder2), against tokenizers.
 
 Files: GPT-4o's (o200k) and DeepSeek-V3's as shipped; tekken as GPT-4o's file with its Split
-pattern replaced by Mistral's Tekken pattern. (cl100k is tiktoken's: tests/test_tiktoken_encodings.py.) What users send: chat transcripts in each model's
+pattern replaced by Mistral's Tekken pattern; starcoder2 as GPT-2's vocabulary with StarCoder2's
+pre-tokenizer. (cl100k is tiktoken's: tests/test_tiktoken_encodings.py.) What users send: chat transcripts in each model's
 own format, HTML and code, runs of one character, growing prompts; then streaming at random
 cuts, incremental prompts, asyncio, the CLI, and linear time (n and 4n in one run).
 """
@@ -31,6 +32,8 @@ FILES = {
     "o200k": ("gpt4o", None, "<|im_start|>{role}<|im_sep|>{text}<|im_end|>"),
     "tekken": ("gpt4o", "tekken", "[INST] {text} [/INST]{text}</s>"),
     "deepseek-v3": ("deepseek-v3", None, "<｜User｜>{text}<｜Assistant｜>{text}<｜end▁of▁sentence｜>"),
+    # StarCoder2's and SmolLM's pipeline on GPT-2's vocabulary (no such file in shared/data).
+    "starcoder2": ("gpt2", None, "<file_sep>{role}\n{text}<|endoftext|>"),
 }
 TEXTS = [
     "Hello World's ABC'S don'T McDonald's iPHONE ÉCOLE'S l'été HELLOworld",
@@ -44,7 +47,25 @@ TEXTS = [
 RUNS = ["=", "a", "A", "aB", "漢", "か", "7", " ", "\n", "'s", "\u0301", "!?", "\x00"]
 
 
+def starcoder2_json(data_dir: Path) -> str:
+    """GPT-2's vocabulary with StarCoder2's pre-tokenizer (Digits apart, then ByteLevel's regex),
+    its special tokens added, and ByteLevel trimming the offsets."""
+    from tokenizers import decoders, models, pre_tokenizers, processors
+
+    folder = data_dir / "tokenizers" / "gpt2"
+    reference = Reference(models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    reference.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    )
+    reference.decoder = decoders.ByteLevel()
+    reference.post_processor = processors.ByteLevel(trim_offsets=True)
+    reference.add_special_tokens(["<|endoftext|>", "<fim_prefix>", "<file_sep>"])
+    return str(reference.to_str())
+
+
 def tokenizer_json(data_dir: Path, family: str) -> str:
+    if family == "starcoder2":
+        return starcoder2_json(data_dir)
     model, pattern, _ = FILES[family]
     data = json.loads((data_dir / "tokenizers" / model / "tokenizer.json").read_text("utf-8"))
     if pattern is not None:
@@ -162,3 +183,14 @@ def test_linear(pair: tuple, run: str) -> None:
         ours.encode(text)
         costs.append((time.process_time() - start) / size)
     assert costs[1] < 3 * costs[0] + 1e-7, costs
+
+
+def test_plugin_patch(pair: tuple) -> None:
+    """tokenizers with Peek2 installed by ``peek2.patch``: the ids and offsets of the unpatched file."""
+    family, _, reference = pair
+    patched = peek2.patch(Reference.from_str(reference.to_str()))
+    assert peek2.plugin.patched_family(patched) == family
+    rng = random.Random(9)
+    for text in [*TEXTS, chat(family, rng, 8), "x 1  2   3\n 4"]:
+        expected, got = reference.encode(text), patched.encode(text)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text[:60]

@@ -5,7 +5,7 @@ Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or
 ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same
 pieces), a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
 three), or ``ByteLevel(use_regex=true, add_prefix_space=false)`` alone (GPT-2's pattern,
-the gpt2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``RobertaProcessing``
+the gpt2 family) or after ``Digits(individual_digits=true)`` (StarCoder2, SmolLM: the starcoder2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``RobertaProcessing``
 (the same trimming), ``TemplateProcessing`` or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
@@ -231,6 +231,15 @@ def _family(raw: Any, source: str) -> str:
                 f"{source}: {paths[0]} ByteLevel add_prefix_space=true (a space put before the text) is not supported"
             )
         return "gpt2"
+    if kinds == ["Digits", "ByteLevel"] and _flag(steps[1], "use_regex", paths[1], source, True):
+        # StarCoder2's and SmolLM's: each digit apart, then GPT-2's pattern (the starcoder2 family).
+        if not _flag(steps[0], "individual_digits", paths[0], source, False):
+            raise NotImplementedError(f"{source}: {paths[0]} Digits individual_digits=false is not supported")
+        if _flag(steps[1], "add_prefix_space", paths[1], source, True):
+            raise NotImplementedError(
+                f"{source}: {paths[1]} ByteLevel add_prefix_space=true (a space put before the text) is not supported"
+            )
+        return "starcoder2"
     if len(kinds) < 2 or kinds[-1] != "ByteLevel" or any(k != "Split" for k in kinds[:-1]):
         raise NotImplementedError(
             f"{source}: pre_tokenizer {kind}{kinds if kind == 'Sequence' else ''} is not supported: "
