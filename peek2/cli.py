@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     decode.set_defaults(run=_decode)
     split = commands.add_parser("split", help="print the pieces of a text, one JSON string per line")
     split.add_argument("file", nargs="?", default="-", help="UTF-8 text file, or - for standard input (the default)")
-    split.add_argument("--pattern", default="llama3", help=f"family ({', '.join(peek2.PATTERNS)}) or pattern string")
+    split.add_argument("--pattern", default="llama3", help=f"family ({', '.join(peek2.FAMILIES)}) or pattern string")
     split.add_argument("--offsets", action="store_true", help="print start, end and piece, tab-separated")
     split.set_defaults(run=_split)
     tokenize = commands.add_parser(
