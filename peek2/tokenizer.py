@@ -709,6 +709,8 @@ class Tokenizer:
         documents = batch if type(batch) is list else list(batch)
         # decode's usual case in one compiled loop (lists of valid ids), else decode itself
         texts = ids_texts(self._decode_table(skip_special_tokens), documents)
+        if None not in texts:
+            return texts  # type: ignore[return-value]  # (every one decoded)
         return [text if text is not None else self.decode(ids, skip_special_tokens) for text, ids in zip(texts, documents)]
 
     # ==== Vocabulary ====
