@@ -15,6 +15,7 @@ from setuptools import setup
 HOT_MODULES = sorted(
     [
         "peek2/_bpe.py",
+        "peek2/_byte_level.py",
         "peek2/_decode.py",
         "peek2/_offsets.py",
         "peek2/_plugin_cuts.py",

@@ -39,6 +39,7 @@ from mypy_extensions import i64
 
 from peek2 import huge_pages
 from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode, WholeChars
+from peek2._byte_level import pair_table
 from peek2._decode import ids_bytes, ids_texts
 from peek2._offsets import char_spans
 from peek2._scan import surrogate_error
@@ -909,14 +910,14 @@ class EngineTables(NamedTuple):
 def engine_tables(spec: TokenizerSpec) -> EngineTables:
     """The engine's tables of ``spec`` (errors name the merge that uses tokens not in the vocabulary)."""
     vocab = spec.vocab
-    table: dict[int, int] = {}  # a later duplicate of a pair replaces the earlier, as in the reference
-    for rank, (left, right) in enumerate(spec.merges):
+    pairs = pair_table(spec.merges, vocab, ID_BITS, PAIR_STRIDE)  # (compiled; None: name the merge below)
+    for rank, (left, right) in enumerate(spec.merges if pairs is None else ()):
         left_id, right_id, merged_id = vocab.get(left), vocab.get(right), vocab.get(left + right)
         if left_id is None or right_id is None or merged_id is None:
             missing = [t for t, i in ((left, left_id), (right, right_id), (left + right, merged_id)) if i is None]
             raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
-        table[left_id * PAIR_STRIDE + right_id] = (rank << ID_BITS) | merged_id
-    pair_keys, pair_values = list(table), list(table.values())
+    assert pairs is not None  # (pair_table gives None only where a merge is missing a token)
+    pair_keys, pair_values = pairs
     merges = MergeTable(pair_keys, pair_values)
     byte_ids = _byte_ids(spec)
     text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}

@@ -363,6 +363,14 @@ MALFORMED: dict[str, tuple[Callable[[dict], None], str]] = {  # type: ignore[typ
     ),
     "unk_token not a string": (lambda s: s["model"].update(unk_token=5), "model.unk_token must be a string or null, not 5"),
     "dropout not a number": (lambda s: s["model"].update(dropout="0.1"), "model.dropout must be a number or null"),
+    # The vocabulary and merges, read in bulk by compiled loops: their errors still name the entry.
+    "vocab id as a string": (lambda s: s["model"]["vocab"].update({"hello": "7"}), "model.vocab['hello'] must be a non-negative integer id, not '7'"),
+    "vocab id as a bool": (lambda s: s["model"]["vocab"].update({"hello": True}), "model.vocab['hello'] must be a non-negative integer id, not True"),
+    "merge of three parts": (lambda s: s["model"]["merges"].__setitem__(5, "a b c"), "model.merges[5] is not a pair of tokens: 'a b c'"),
+    "merge not a string": (lambda s: s["model"]["merges"].__setitem__(7, 5), "model.merges[7] must be a string or a pair, not 5"),
+    "merge pair of one": (lambda s: s["model"]["merges"].__setitem__(9, ["a"]), "model.merges[9] is not a pair of tokens: ['a']"),
+    "merge outside the alphabet": (lambda s: s["model"]["merges"].__setitem__(11, "a \t"), "model.merges[11] is outside the byte-level alphabet"),
+    "merge of unknown tokens": (lambda s: s["model"]["merges"].__setitem__(13, "zzqx zzqy"), "model.merges[13] uses tokens not in the vocabulary"),
 }
 
 
@@ -500,3 +508,16 @@ def test_split_removed_inverted_as_isolated(data_dir: Path, name: str) -> None:
     spec["pre_tokenizer"]["pretokenizers"][0].update(behavior="Removed", invert=False)
     with pytest.raises(NotImplementedError, match="behavior 'Removed' invert=false"):
         Tokenizer.from_str(json.dumps(spec))
+
+
+def test_vocab_token_outside_the_byte_level_alphabet(data_dir: Path) -> None:
+    """A vocabulary token no byte-level piece spells (a plain space) is refused, naming it, unless it
+    is also an added token (DeepSeek-V3 lists three such tokens in both)."""
+    with pytest.raises(NotImplementedError, match="model.vocab token 'hello world' is not in the byte-level alphabet"):
+        Tokenizer.from_str(malformed(data_dir, lambda s: s["model"]["vocab"].update({"hello world": 5})))
+
+    def also_added(s: dict) -> None:  # type: ignore[type-arg]
+        s["model"]["vocab"]["hello world"] = 128255
+        s["added_tokens"][-1]["content"] = "hello world"
+
+    assert Tokenizer.from_str(malformed(data_dir, also_added)).encode("hello world", False) == [128255]

@@ -18,6 +18,7 @@ import os
 from typing import Any
 
 from peek2.families import UnsupportedPatternError, find_sequence
+from peek2._byte_level import merge_bytes, vocab_bytes
 from peek2.formats.byte_level import to_bytes
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 
@@ -141,7 +142,17 @@ def _vocab(raw: dict[str, Any], added: set[str], source: str) -> dict[bytes, int
     """The byte-level vocabulary. An entry outside the byte-level alphabet that is also an added
     token (DeepSeek-V3 lists ``<｜begin▁of▁sentence｜>`` in both) is left to the added tokens:
     no byte-level piece spells it, so the model could never produce it."""
-    vocab: dict[bytes, int] = {}
+    fast = vocab_bytes(raw)  # (compiled; None: an id to report below)
+    if fast is not None:
+        vocab, outside = fast
+        for token in outside:
+            if token not in added:
+                raise NotImplementedError(
+                    f"{source}: model.vocab token {token!r} is not in the byte-level alphabet: "
+                    "peek2 implements byte-level BPE only"
+                )
+        return vocab
+    vocab = {}
     for token, token_id in raw.items():
         _token_id(token_id, f"model.vocab[{token!r}]", source)
         data = to_bytes(token)
@@ -157,6 +168,9 @@ def _vocab(raw: dict[str, Any], added: set[str], source: str) -> dict[bytes, int
 
 
 def _merges(raw: list[Any], source: str) -> list[tuple[bytes, bytes]]:
+    fast = merge_bytes(raw)  # (compiled; None: a merge to report below)
+    if fast is not None:
+        return fast
     merges: list[tuple[bytes, bytes]] = []
     for rank, merge in enumerate(raw):
         if isinstance(merge, str):
