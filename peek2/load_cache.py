@@ -45,8 +45,19 @@ FORMAT = 1
 """Raised when what an entry holds changes shape."""
 
 # The modules whose code decides what an entry holds.
-_BUILDERS = ("peek2.spec", "peek2.tokenizer", "peek2.whole_chars", "peek2._bpe", "peek2.families", "peek2.formats.hf_json",
-             "peek2.formats.byte_level", "peek2.formats.tiktoken_file", "peek2.formats.gpt2_files", "peek2.models")
+_BUILDERS = (
+    "peek2.spec",
+    "peek2.tokenizer",
+    "peek2.whole_chars",
+    "peek2._bpe",
+    "peek2._byte_level",
+    "peek2.families",
+    "peek2.formats.hf_json",
+    "peek2.formats.byte_level",
+    "peek2.formats.tiktoken_file",
+    "peek2.formats.gpt2_files",
+    "peek2.models",
+)
 
 _header: bytes | None = None
 
