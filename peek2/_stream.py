@@ -63,7 +63,7 @@ from mypy_extensions import i64
 from peek2._bpe import BytePairEncoder
 from peek2._growing_piece import GrowingPiece
 from peek2._scan import category, final_boundary, first_surrogate, piece_end, surrogate_error
-from peek2.added_tokens import WHITESPACE
+from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
 from peek2.added_tokens import is_word_char as _is_word_char
 from peek2.tokenizer import Tokenizer
 
@@ -90,24 +90,53 @@ much, or doubled after a failed search."""
 _PROBE_ASCII: Final = "\r\n\t '/0sStTrRvVmMlLdDeEaA=\u017f"
 
 
+def _stream_matcher(tok: Tokenizer) -> AddedTokenMatcher:
+    """The one matcher of added tokens the stream cuts its raw text with.
+
+    tokenizers finds ``normalized: false`` tokens in the raw text, then ``normalized: true`` ones
+    in the normalized text between them. Without a normalizer, and when no occurrence of one kind
+    can overlap one of the other (no token holds one of the other kind, no suffix of one is a
+    prefix of one of the other) and the normalized ones have no ``lstrip``/``rstrip``/
+    ``single_word`` rule, that is one leftmost-longest pass over both kinds, raw first where
+    contents are equal: DeepSeek-V3's file (15 normalized tokens). Anything else would need a
+    second partial-match buffer on the normalized text, and is refused, naming the tokens.
+    """
+    normalized = list(tok._normalized_matcher.by_content.values())
+    if not normalized:
+        return tok._raw_matcher
+    raw = [t.content for t in tok._raw_matcher.by_content.values()]
+    contents = [t.content for t in normalized]
+    raw_prefixes = {c[:k] for c in raw for k in range(1, len(c))}
+    normalized_prefixes = {c[:k] for c in contents for k in range(1, len(c))}
+    overlapping = [
+        m for m in contents
+        if any(m[k:] in raw_prefixes for k in range(1, len(m)))
+        or any(m in r or r in m for r in raw)
+    ] + [r for r in raw if any(r[k:] in normalized_prefixes for k in range(1, len(r)))]
+    rules = [t.content for t in normalized if t.lstrip or t.rstrip or t.single_word]
+    if tok.spec.normalizer is not None or overlapping or rules:
+        raise NotImplementedError(
+            "streaming encode does not support these added tokens with normalized=true "
+            f"({sorted(overlapping or rules or contents)[:3]}...): "
+            + ("the file has a normalizer" if tok.spec.normalizer is not None else
+               "they overlap tokens matched before normalization" if overlapping else
+               "they have lstrip, rstrip or single_word")
+        )
+    return AddedTokenMatcher([*tok._raw_matcher.by_content.values(), *normalized])
+
+
 class StreamPlan:
     """What a tokenizer's added tokens and normalizer mean for streaming (built once per tokenizer)."""
 
     def __init__(self, tok: Tokenizer) -> None:
-        if tok._normalized_matcher.first_chars:
-            # Tokens matched after normalization would need a second partial-match buffer on the
-            # normalized text; none of the supported models has one (all are "normalized": false).
-            raise NotImplementedError(
-                "streaming encode does not support added tokens with normalized=true "
-                f"({sorted(tok._normalized_matcher.by_content)[:3]}...)"
-            )
+        self.matcher: Final[AddedTokenMatcher] = _stream_matcher(tok)
         self.stage2: Final[bytes] = tok._engine.stage2
         self.tok_engine: Final[BytePairEncoder] = tok._engine
         self.vocab: Final[dict[bytes, int]] = tok.spec.vocab
         self.id_bytes: Final[tuple[bytes | None, ...]] = tok._id_bytes
         self.rules: Final[int] = tok._engine.rules
         self.nfc: Final[bool] = tok.spec.normalizer == "NFC"
-        tokens = list(tok._raw_matcher.by_content.values())
+        tokens = list(self.matcher.by_content.values())
         contents = [t.content for t in tokens if t.content]
         # Every non-empty prefix of every token, the whole token included (see peek2.streaming).
         self.prefixes: Final[frozenset[str]] = frozenset(c[:k] for c in contents for k in range(1, len(c) + 1))
@@ -118,7 +147,7 @@ class StreamPlan:
         self.rstrip_ids: Final[frozenset[int]] = frozenset(t.id for t in tokens if t.rstrip)
         # single_word tokens look at the character before a match: never cut just before one.
         self.single_first: Final[frozenset[str]] = frozenset(t.content[0] for t in tokens if t.single_word and t.content)
-        self.needles: Final[tuple[str, ...]] = tuple(tok._raw_matcher.needles)
+        self.needles: Final[tuple[str, ...]] = tuple(self.matcher.needles)
         spec = tok.spec
         # Rule 3 (peek2._growing_piece): only where every piece is merged from its bytes by rank,
         # and made on first need (its vocabulary of bytes and probes cost a few ms).
@@ -347,7 +376,7 @@ class StreamEngine:
         Returns the list the ids went to: ``out``, or a new one when ``owned`` (see _encode_final).
         """
         raw = self.raw
-        segments: list[tuple[str, int]] = self.tok._raw_matcher.split(raw, self.split_special)
+        segments: list[tuple[str, int]] = self.plan.matcher.split(raw, self.split_special)
         limit = len(raw) if final else self._raw_limit(raw, segments)
         normalize = self.tok._normalize
         at = 0

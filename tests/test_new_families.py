@@ -109,7 +109,8 @@ def test_what_users_send(pair: tuple) -> None:
     assert ours.encode_batch(batch) == [e.ids for e in reference.encode_batch(batch)]
 
 
-POOL = ATOMS + TEXTS + ["'s", "'LL", "a'", "A'", "Ab'S", "\n/", "/\n", "1234", "漢か", "カ・ー", ".abc", "\u0301"]
+POOL = ATOMS + TEXTS + ["'s", "'LL", "a'", "A'", "Ab'S", "\n/", "/\n", "1234", "漢か", "カ・ー", ".abc", "\u0301",
+                        "<｜User｜>", "<｜Us", "<|EOT|>", "<|EO", "<｜tool▁sep｜>", "<｜end▁of▁sentence｜>", "<file_sep>"]  # fmt: skip
 seeds = st.integers(min_value=0, max_value=2**64 - 1)
 
 
@@ -118,8 +119,6 @@ seeds = st.integers(min_value=0, max_value=2**64 - 1)
 @given(seed=seeds)
 def test_streaming_random_cuts(pair: tuple, seed: int) -> None:
     _, ours, _ = pair
-    if not streams(ours):
-        return
     rng = random.Random(seed)
     text = "".join(rng.choice(POOL) for _ in range(rng.randint(0, 16)))
     expected = ours.encode(text, False)
@@ -132,21 +131,10 @@ def test_streaming_random_cuts(pair: tuple, seed: int) -> None:
     assert ids + encoder.finish() == expected, ascii(text)
 
 
-def streams(tok: Tokenizer) -> bool:
-    """Whether streaming serves ``tok``: not yet DeepSeek-V3's file, whose normalized=true added
-    tokens it refuses with a clear error (checked here); the CLI encodes such input whole."""
-    if tok.family != "deepseek-v3":
-        return True
-    with pytest.raises(NotImplementedError, match="normalized=true"):
-        tok.stream_encoder()
-    return False
-
-
 def test_every_single_cut(pair: tuple) -> None:
     _, ours, _ = pair
-    if not streams(ours):
-        return
-    for text in ["McDonald's ABC'S it's\n/x", "漢字かな123四 ab", "aB'll \u0301A\u0301 .abc", "  \n\n  1  x"]:
+    chats = [FILES[family][2].format(role="user", text="Hi 12") for family in FILES]  # each family's added tokens
+    for text in ["McDonald's ABC'S it's\n/x", "漢字かな123四 ab", "aB'll \u0301A\u0301 .abc", "  \n\n  1  x", *chats]:
         expected = ours.encode(text, False)
         for k in range(len(text) + 1):
             encoder = ours.stream_encoder()
@@ -156,11 +144,10 @@ def test_every_single_cut(pair: tuple) -> None:
 def test_prompt_session_and_async(pair: tuple) -> None:
     family, ours, reference = pair
     text = chat(family, random.Random(5), 12)
-    if streams(ours):
-        session = ours.prompt_session()
-        for k in range(0, len(text), 37):
-            session.append(text[k : k + 37])
-        assert session.ids == reference.encode(text).ids
+    session = ours.prompt_session()  # (DeepSeek-V3's normalized=true tokens included)
+    for k in range(0, len(text), 37):
+        session.append(text[k : k + 37])
+    assert session.ids == reference.encode(text).ids
     assert asyncio.run(ours.async_encode(text)) == reference.encode(text).ids
 
 

@@ -7,6 +7,7 @@ is also held against ``tokenizers.decoders.DecodeStream``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -253,14 +254,33 @@ def test_many_added_tokens_with_different_first_characters(data_dir: Path) -> No
         assert stream(tok, cut(data, points)) == expected, f"{ascii(text)} cut at {sorted(points)}"
 
 
-def test_normalized_added_tokens_are_refused(tok: Tokenizer) -> None:
-    # None of the shipped models has one: a copy of the tokenizer with one such token.
-    normalized = object.__new__(Tokenizer)  # copy.copy would reload it from its file (__reduce__)
-    normalized.__dict__.update(tok.__dict__)
-    token = AddedToken(id=5, content="<n>", normalized=True)
-    normalized._normalized_matcher = AddedTokenMatcher([token], tok._normalize)
-    with pytest.raises(NotImplementedError, match="normalized=true"):
-        normalized.stream_encoder()
+def test_normalized_added_tokens(tok: Tokenizer) -> None:
+    """Tokens matched after normalization (``normalized: true``) stream in one pass with the others
+    where that is the same (no normalizer, no overlap with the others, no strip rule: DeepSeek-V3's
+    file), at every cut; anything else is refused, saying why."""
+
+    def with_token(**fields: object) -> Tokenizer:
+        token = AddedToken(id=5, normalized=True, special=False, **fields)  # type: ignore[arg-type]
+        return Tokenizer(dataclasses.replace(tok.spec, added_tokens=[*tok.spec.added_tokens, token]))
+
+    raw = next(iter(tok._raw_matcher.by_content))  # "<|begin_of_text|>", "<|endoftext|>"
+    if tok.spec.normalizer is not None:
+        with pytest.raises(NotImplementedError, match="the file has a normalizer"):
+            with_token(content="<n>").stream_encoder()
+        return
+    with pytest.raises(NotImplementedError, match="overlap tokens matched before normalization"):
+        with_token(content=raw[-3:] + "zz").stream_encoder()  # "xt|>zz": a raw token ends as it starts
+    with pytest.raises(NotImplementedError, match="lstrip, rstrip or single_word"):
+        with_token(content="<n>", lstrip=True).stream_encoder()
+    ours = with_token(content="<n>")
+    rng = random.Random(11)
+    atoms = ["<n>", "<n", "n>", raw, raw[:4], " ", "x", "\n", "12"]
+    for _ in range(800):
+        text = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 10)))
+        expected = Tokenizer.encode(ours, text, False)
+        assert ours.encode(text, False) == expected
+        points = [rng.randint(0, len(text)) for _ in range(rng.randint(0, 5))]
+        assert stream(ours, cut(text, points)) == expected, f"{ascii(text)} cut at {sorted(points)}"
 
 
 # ==== Encoding: bad input ====
