@@ -24,6 +24,7 @@ HOT_MODULES = sorted(
         "peek2/_tables.py",
         "peek2/families.py",
         "peek2/pretokenizer.py",
+        "peek2/whole_chars.py",
     ]
 )
 

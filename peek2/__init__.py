@@ -21,7 +21,19 @@ from typing import Optional, Sequence
 __version__ = "0.1.0"
 
 # Modules that setup.py compiles with mypyc; __init__ stays uncompiled so this switch works.
-COMPILED_MODULES = ("peek2._bpe", "peek2._plugin_cuts", "peek2._scan", "peek2._stream", "peek2._tables", "peek2.families", "peek2.pretokenizer")
+COMPILED_MODULES = (
+    "peek2._bpe",
+    "peek2._byte_level",
+    "peek2._decode",
+    "peek2._offsets",
+    "peek2._plugin_cuts",
+    "peek2._scan",
+    "peek2._stream",
+    "peek2._tables",
+    "peek2.families",
+    "peek2.pretokenizer",
+    "peek2.whole_chars",
+)
 
 
 class _PureFinder:

@@ -31,6 +31,10 @@ tokenizers.
 Only code points below ``WHOLE_CHARS`` (two- and three-byte characters) are considered, and
 only when every byte is its own token (``byte_fallback``/``unk_token`` vocabularies keep the
 byte path).
+
+Performance notes: this runs once per load (a load without the load cache). Compiled with mypyc:
+Qwen3's load 0.58 -> 0.51 s, GPT-4o's 0.66 -> 0.60 s, Llama-3.2's 0.66 -> 0.65 s
+(``python scripts/bench_load.py --runs 3``, "no cache"; single runs, noisy).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import ast
 import importlib.machinery
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,15 @@ def test_compiled_modules_are_loaded() -> None:
             assert os.path.getmtime(module_file) >= os.path.getmtime(source), (
                 f"stale compiled module {module_file}: rerun pip install -e ."
             )
+
+
+def test_every_compiled_module_has_a_pure_twin() -> None:
+    # setup.py compiles HOT_MODULES; PEEK2_PURE=1 swaps exactly peek2.COMPILED_MODULES for their
+    # sources. A module in one list only would run compiled in pure mode (and, in mypyc's shared
+    # library, pull the others in compiled with it).
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    hot = re.findall(r'"(peek2/[\w/]+)\.py"', setup[setup.index("HOT_MODULES") : setup.index("if os.environ")])
+    assert sorted(path.replace("/", ".") for path in hot) == sorted(peek2.COMPILED_MODULES)
 
 
 def test_pure_path_equals_default_path() -> None:
