@@ -349,9 +349,18 @@ def local_ray() -> object:
     ray.shutdown()
 
 
-def test_ray_engine_writes_the_local_engines_files(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], local_ray: object) -> None:
+def test_ray_engine_writes_the_local_engines_files(
+    tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], local_ray: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from peek2.corpus import ray_engine
+
     path, _ = corpus
     tok = tokenizer_path(data_dir, LLAMA)
+    # Read in several byte ranges (one read step each), as a large file is.
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", max(4096, path.stat().st_size // 7))
+    ranges = ray_engine.line_ranges(str(path), ray_engine.RANGE_BYTES)
+    assert len(ranges) >= 5 and ranges[0][0] == 0 and ranges[-1][1] == path.stat().st_size
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
     for fmt in peek2.corpus.FORMATS:
         options = {"format": fmt, "append_eos": fmt != "llmc", "shard_size": 40_000, "quiet": True}
         peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "local" / fmt, workers=2, **options)
