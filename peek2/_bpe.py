@@ -939,6 +939,7 @@ class PlainEncode:
         suffix: list[int],
         fallback: Any,
         any_token: Any = None,
+        prefix_space: bool = False,
     ) -> None:
         self.engine: Final = engine
         self.needles: Final = needles  # (first character, the start of an added token)
@@ -949,6 +950,7 @@ class PlainEncode:
         self.suffix: Final = suffix
         self.fallback: Final = fallback
         self.any_token: Final = any_token  # None, or a search for a whole added token (see Tokenizer._plain)
+        self.prefix_space: Final = prefix_space  # a ByteLevel's add_prefix_space (see TokenizerSpec)
 
     def __reduce__(self) -> tuple[object, tuple[object, str]]:
         # Pickled as the tokenizer's attribute, like a bound method (``pool.map(tok.encode, ...)``):
@@ -973,6 +975,8 @@ class PlainEncode:
         normalize = self.normalize
         if normalize is not None and not (self.ascii_is_normal and text.isascii()):
             normal = normalize(text)
+        if self.prefix_space and normal and normal[0] != " ":
+            normal = " " + normal
         try:
             out = self.engine.encode_list(normal, self.prefix if add_special_tokens else _NO_IDS)
         except ValueError as error:  # a lone surrogate, at its index in the normalized text

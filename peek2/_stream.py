@@ -77,7 +77,7 @@ RESCAN_MIN: Final = 1024
 
 _NO_MEMO: Final = (-1, -1, -1)
 
-StreamState = tuple[str, str, bool, int, bool, int, int]
+StreamState = tuple[str, str, bool, int, bool, int, int, bool]
 """What ``snapshot`` keeps: raw, text, started, rescan_at, cont, interior_at, run_kind."""
 
 INTERIOR_MIN_TOKENS: Final = 16
@@ -263,6 +263,10 @@ class StreamEngine:
         self.cont = False
         self.interior_at: i64 = plan.interior_min
         self.run_kind: i64 = -1
+        # A ByteLevel's add_prefix_space: the next text appended starts a segment, which gets a
+        # space before it unless it starts with one (the first character decides, so it is final).
+        self.prefix_space: Final = tokenizer._prefix_space
+        self.need_space: bool = tokenizer._prefix_space
 
     def pending_chars(self) -> int:
         return len(self.raw) + len(self.text)
@@ -299,7 +303,7 @@ class StreamEngine:
                 # conclude, for a third of its cost).
                 pending = self.text
                 self.text = ""
-                pending += text  # the only reference: grown in place (no quadratic copies)
+                pending += self._opened(text) if self.need_space else text  # the only reference: grown in place (no quadratic copies)
                 self.text = pending
                 ids = self._encode_final(ids, owned)
             else:
@@ -361,11 +365,11 @@ class StreamEngine:
     def snapshot(self) -> StreamState:
         if self.fed_bytes:
             raise ValueError("a checkpoint of an encoder fed bytes is not supported")
-        return (self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind)
+        return (self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space)
 
     def restore(self, state: StreamState) -> None:
         """Back to the state of ``snapshot`` (also after ``finish``: a prompt session finishes a copy of its text)."""
-        self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind = state
+        self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space = state
         self.nfc_memo = _NO_MEMO
         self.finished = False
         self.broken = False
@@ -383,7 +387,8 @@ class StreamEngine:
         if not self.plan.nfc and len(segments) == 1 and segments[0][1] < 0:
             segments = []  # the usual chunk: one text segment and no normalizer, moved below at once
             text = self.text
-            self.text = text + raw[:limit] if limit < len(raw) else text + raw
+            moved = raw[:limit] if limit < len(raw) else raw
+            self.text = text + (self._opened(moved) if self.need_space else moved)
         for segment, token_id in segments:
             end = at + len(segment)
             if end <= limit:
@@ -391,6 +396,7 @@ class StreamEngine:
                     out = self._flush(out, owned)  # the open segment ends at an added token
                     owned = False  # out is now this call's own list: append to it, never copy it again
                     out.append(token_id)
+                    self.need_space = self.prefix_space  # a new text segment starts after it
                 else:
                     self._append(normalize(segment))
             else:
@@ -522,8 +528,15 @@ class StreamEngine:
     def _append(self, normalized: str) -> None:
         text = self.text
         self.text = ""
-        text += normalized  # in place while one enormous piece grows (see feed)
+        text += self._opened(normalized) if self.need_space else normalized  # in place while one enormous piece grows (see feed)
         self.text = text
+
+    def _opened(self, normalized: str) -> str:
+        """The first normalized text of a segment, with the space ``prefix_space`` puts before it."""
+        if not normalized:
+            return normalized
+        self.need_space = False
+        return " " + normalized if normalized[0] != " " else normalized
 
     def _flush(self, out: list[int], owned: bool) -> list[int]:
         text = self.text

@@ -66,24 +66,31 @@ class Peek2Split:
     >>> from tokenizers.pre_tokenizers import PreTokenizer
     >>> PreTokenizer.custom(Peek2Split("llama3")).pre_tokenize_str("Hi  there")
     [('Hi', (0, 2)), (' ', (2, 3)), (' there', (3, 9))]
+
+    ``prefix_space=True`` first puts a space before each text that does not start with one, as
+    GPT-2's ``ByteLevel(add_prefix_space=True)`` does before it splits (``patch`` uses it for such files).
     """
 
-    def __init__(self, pattern: PatternLike = "llama3") -> None:
+    def __init__(self, pattern: PatternLike = "llama3", prefix_space: bool = False) -> None:
         self.pattern = resolve(pattern)
         self.family = self.pattern.family
+        self.prefix_space = bool(prefix_space)
 
     def pre_tokenize(self, pretok: PreTokenizedString) -> None:
         pretok.split(self._split)
 
     def _split(self, index: int, normalized: NormalizedString) -> list[NormalizedString]:
         text = str(normalized)
+        if self.prefix_space and text and text[0] != " ":
+            normalized.prepend(" ")  # (the space spans the first character, as ByteLevel's)
+            text = " " + text
         return cut_pieces(normalized, text, self.pattern.split_ends(text))
 
     def __repr__(self) -> str:
-        return f"Peek2Split({self.family!r})"
+        return f"Peek2Split({self.family!r}{', prefix_space=True' if self.prefix_space else ''})"
 
-    def __reduce__(self) -> tuple[type[Peek2Split], tuple[str]]:
-        return (Peek2Split, (self.family,))
+    def __reduce__(self) -> tuple[type[Peek2Split], tuple[str, bool]]:
+        return (Peek2Split, (self.family, self.prefix_space))
 
 
 def Peek2(pattern: PatternLike = "llama3", *, byte_level: bool = True) -> PreTokenizer:  # noqa: N802 (a class to its users)
@@ -132,7 +139,7 @@ def patch(tok: Tokenizer) -> Tokenizer:
     Raises:
         TypeError: ``tok`` is not a ``tokenizers.Tokenizer``.
         NotImplementedError: its pre-tokenizer is not ``Sequence[Split(Regex)..., ByteLevel(use_regex=False)]``
-            nor GPT-2's ``ByteLevel(use_regex=True, add_prefix_space=False)`` (not a Split, not
+            nor GPT-2's ``ByteLevel(use_regex=True)`` (not a Split, not
             byte-level, or a custom component); the message names the step.
         UnsupportedPatternError (a ValueError): the Split's regex is not a supported family's.
     """
@@ -143,19 +150,19 @@ def patch(tok: Tokenizer) -> Tokenizer:
         raise TypeError(f"patch expects a tokenizers.Tokenizer, not {type(tok).__name__}")
     if "_peek2_family" in tok.__dict__:
         return tok
-    family = pipeline_family(tok)
+    family, prefix_space = pipeline_family(tok)
     original = tok.pre_tokenizer
     assert original is not None  # pipeline_family refused a missing one
     if family in ("gpt2", "starcoder2"):
         # GPT-2's pre-tokenizer is one ByteLevel that splits with its regex (after Digits for
-        # starcoder2): Peek2 splits, and a ByteLevel that only maps bytes follows
-        # (add_prefix_space is refused by pipeline_family).
+        # starcoder2): Peek2 splits, after the space of add_prefix_space, and a ByteLevel that
+        # only maps bytes follows.
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     else:
         # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,
         # after the family's Split (or DeepSeek-V3's three).
         byte_level = original[len(FAMILIES[family].patterns)]
-    installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family)), byte_level])
+    installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family, prefix_space)), byte_level])
     tok.pre_tokenizer = installed
     attributes = tok.__dict__
     attributes["_peek2_family"] = family
@@ -183,8 +190,8 @@ def patched_family(tok: Tokenizer) -> str | None:
     return family if isinstance(family, str) else None
 
 
-def pipeline_family(tok: Tokenizer) -> str:
-    """The family of ``tok``'s pre-tokenizer, or a clear refusal (see ``patch``)."""
+def pipeline_family(tok: Tokenizer) -> tuple[str, bool]:
+    """The family of ``tok``'s pre-tokenizer and its ``add_prefix_space``, or a clear refusal (see ``patch``)."""
     if tok.pre_tokenizer is None:
         raise NotImplementedError(
             "tokenizer has no pre_tokenizer: peek2 replaces Sequence[Split(<family pattern>), ByteLevel(use_regex=false)]"

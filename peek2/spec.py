@@ -37,7 +37,10 @@ class TokenizerSpec:
     are what the post-processor adds around a single sequence when ``add_special_tokens`` is true.
     ``trim_offsets`` is a ``ByteLevel`` post-processor's ``(trim_offsets, add_prefix_space)``: whether
     the offsets of a token leave out its leading and trailing spaces, and whether a first token's
-    one leading space is kept (``Tokenizer.encode_with_offsets``).
+    one leading space is kept (``Tokenizer.encode_with_offsets``). ``prefix_space`` is a ``ByteLevel``
+    pre-tokenizer's ``add_prefix_space``: a space goes before each text segment (the normalized
+    text between two added tokens) that does not start with one, where it spans the segment's
+    first character.
     """
 
     family: str
@@ -53,6 +56,7 @@ class TokenizerSpec:
     fuse_unk: bool = False
     source: str = ""
     trim_offsets: tuple[bool, bool] = (False, False)
+    prefix_space: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.merges, tuple):

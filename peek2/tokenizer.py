@@ -176,6 +176,7 @@ class Tokenizer:
         self._ascii_is_normal = spec.normalizer in (None, "NFC")  # NFC leaves ASCII unchanged
         self._normalizes = spec.normalizer is not None
         self._prefix_ids = list(spec.prefix_ids)
+        self._prefix_space = spec.prefix_space
         self._suffix_ids = list(spec.suffix_ids)
         if type(self).encode is Tokenizer.encode:  # (a subclass's own encode stays in charge)
             # The usual call runs compiled (PlainEncode, in place of this instance's method); text
@@ -190,6 +191,7 @@ class Tokenizer:
                 self._suffix_ids,
                 types.MethodType(Tokenizer.encode, self),
                 self._any_token,
+                self._prefix_space,
             )
 
     # ==== Loading ====
@@ -355,6 +357,8 @@ class Tokenizer:
             if self._plain(text):
                 # No added token can occur: skip the segment lists (most calls, and all short texts).
                 normal = self._normalize(text) if self._normalizes and not (self._ascii_is_normal and text.isascii()) else text
+                if self._prefix_space:
+                    normal = _spaced(normal)
                 out = self._engine.encode_list(normal, self._prefix_ids if add_special_tokens else _NO_IDS)
             else:
                 out = list(self._prefix_ids) if add_special_tokens else []
@@ -411,6 +415,10 @@ class Tokenizer:
                         offsets.append((position + at, position + at + len(segment)))
                     else:
                         offsets.append((position + source[at], position + source[at + len(segment) - 1] + 1))
+                elif self._prefix_space and segment and segment[0] != " ":
+                    # The space put before the segment spans its first character, as in tokenizers.
+                    where = list(range(at, at + len(segment))) if source is None else source[at : at + len(segment)]
+                    self._segment_offsets(" " + segment, [where[0], *where], position, ids, offsets)
                 elif source is None:
                     self._segment_offsets(segment, None, position + at, ids, offsets)
                 else:
@@ -419,22 +427,23 @@ class Tokenizer:
             position += len(raw)
         if self.spec.trim_offsets[0]:
             first = len(self._prefix_ids) if add_special_tokens else 0
-            self._trim_offsets(ids, offsets, first)
+            self._trim_offsets(text, ids, offsets, first)
         if add_special_tokens:
             ids.extend(self._suffix_ids)
             offsets.extend([(0, 0)] * len(self._suffix_ids))
         return Encoding(ids, offsets)
 
-    def _trim_offsets(self, ids: list[int], offsets: list[tuple[int, int]], first: int) -> None:
+    def _trim_offsets(self, text: str, ids: list[int], offsets: list[tuple[int, int]], first: int) -> None:
         """A ``ByteLevel`` post-processor's ``trim_offsets``, as tokenizers applies it to the tokens of
         the text (``ids[first:]``): a token's span leaves out its leading and trailing spaces (``Ġ``
-        in the vocabulary's alphabet, and whitespace in an added token's content), except the one
-        leading space of a first token when the processor has ``add_prefix_space``."""
+        in the vocabulary's alphabet, and whitespace in the text an added token matched, which
+        holds what its lstrip or rstrip took in), except the one leading space of a first token
+        when the processor has ``add_prefix_space``."""
         keep_prefix_space = self.spec.trim_offsets[1]
-        added = {token.id: token.content for token in self._added}
+        added = {token.id for token in self._added}
         for k in range(first, len(ids)):
-            content = added.get(ids[k])
-            if content is not None:
+            if ids[k] in added:
+                content = text[offsets[k][0] : offsets[k][1]]
                 leading = len(content) - len(content.lstrip(_TRIMMED))
                 trailing = len(content) - len(content.rstrip(_TRIMMED))
             else:
@@ -502,7 +511,8 @@ class Tokenizer:
             raise TypeError(f"text must be str, not {type(text).__name__}")
         out: list[int] = []
         try:
-            self._engine.encode(self._normalize(text), out)
+            normal = self._normalize(text)
+            self._engine.encode(_spaced(normal) if self._prefix_space else normal, out)
         except ValueError as error:  # (see encode)
             raise surrogate_error(text, error) from None
         return out
@@ -598,6 +608,8 @@ class Tokenizer:
             try:
                 if self._plain(text):
                     normal = text if not self._normalizes or (self._ascii_is_normal and text.isascii()) else self._normalize(text)
+                    if self._prefix_space:
+                        normal = _spaced(normal)
                     count += engine.write_ids(normal, out, wide)
                 else:
                     for segment, token_id in self._segments(text, split_special_tokens):
@@ -626,7 +638,7 @@ class Tokenizer:
         try:
             if self._plain(text):  # as in encode: most calls
                 normal = self._normalize(text) if self._normalizes and not (self._ascii_is_normal and text.isascii()) else text
-                return total + self._engine.count(normal)
+                return total + self._engine.count(_spaced(normal) if self._prefix_space else normal)
             for segment, token_id in self._segments(text, split_special_tokens):
                 total += 1 if token_id >= 0 else self._engine.count(segment)
         except ValueError as error:  # (see encode)
@@ -634,7 +646,8 @@ class Tokenizer:
         return total
 
     def _segments(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
-        """``text`` cut into normalized text segments (id -1) and added tokens (their id)."""
+        """``text`` cut into normalized text segments (id -1) and added tokens (their id); a text
+        segment has the space ``prefix_space`` puts before it."""
         out: list[tuple[str, int]] = []
         for segment, token_id in self._raw_matcher.split(text, split_special_tokens):
             if token_id >= 0:
@@ -642,6 +655,8 @@ class Tokenizer:
                 continue
             normalized = self._normalize(segment)
             out.extend(self._normalized_matcher.split(normalized, split_special_tokens))
+        if self._prefix_space:
+            return [(_spaced(segment) if token_id < 0 else segment, token_id) for segment, token_id in out]
         return out
 
     def normalize(self, text: str) -> str:
@@ -854,6 +869,11 @@ def _file_digest(path: str) -> str:
         return digest.hexdigest()
     except OSError as error:
         raise pickle.PicklingError(f"cannot pickle this Tokenizer: {path} cannot be read: {error.strerror or error}") from None
+
+
+def _spaced(segment: str) -> str:
+    """``segment`` with the space a ``ByteLevel(add_prefix_space=true)`` puts before it (none if it is empty or starts with one)."""
+    return " " + segment if segment and segment[0] != " " else segment
 
 
 def _normalizer(name: str | None) -> Callable[[str], str]:

@@ -84,7 +84,7 @@ def test_byte_level_regex_is_the_pattern() -> None:
         assert [p.decode("utf-8") if p is not None else None for p in pieces] == peek2.split(text, "gpt2"), ascii(text)
 
 
-def test_tokenizer_json_with_byte_level_regex(gpt2: tuple[Any, peek2.Tokenizer], tmp_path: Path) -> None:
+def test_tokenizer_json_with_byte_level_regex(gpt2: tuple[Any, peek2.Tokenizer], tmp_path: Path, data_dir: Path) -> None:
     # HuggingFace's gpt2 tokenizer.json has this pipeline: from_file reads it as the gpt2 family.
     reference, files = gpt2
     path = tmp_path / "tokenizer.json"
@@ -93,11 +93,98 @@ def test_tokenizer_json_with_byte_level_regex(gpt2: tuple[Any, peek2.Tokenizer],
     assert tok.family == "gpt2"
     for text in TEXTS:
         assert tok.encode(text) == files.encode(text) == reference.encode(text).ids
+    # After another step, tokenizers would put the space before each of that step's pieces.
+    byte_level = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
     spec = json.loads(reference.to_str())
-    spec["pre_tokenizer"]["add_prefix_space"] = True
+    spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True}, byte_level]}
     path.write_text(json.dumps(spec), encoding="utf-8")
-    with pytest.raises(NotImplementedError, match="add_prefix_space"):
+    with pytest.raises(NotImplementedError, match=r"pretokenizers\[1\] ByteLevel add_prefix_space=true is not supported \(after another"):
         peek2.Tokenizer.from_file(path)
+    llama = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    llama["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = True
+    path.write_text(json.dumps(llama), encoding="utf-8")
+    with pytest.raises(NotImplementedError, match=r"pretokenizers\[1\] ByteLevel add_prefix_space=true is not supported"):
+        peek2.Tokenizer.from_file(path)
+
+
+def prefix_space_file(reference_json: str, normalizer: bool, normalized: bool, trim: bool) -> str:
+    """GPT-2's tokenizer.json with ``ByteLevel(add_prefix_space=true)``, RoBERTa's ``<mask>`` (lstrip)
+    and a non-special token, and the variants a file may have around them."""
+    spec = json.loads(reference_json)
+    spec["pre_tokenizer"]["add_prefix_space"] = True
+    spec["added_tokens"] += [
+        {"id": 50257, "content": "<mask>", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False, "special": True},
+    ]
+    if normalized or not normalizer:  # (one case keeps NFC with raw tokens only: a file that streams)
+        spec["added_tokens"].append(
+            {"id": 50258, "content": "\u03a9x", "single_word": False, "lstrip": False, "rstrip": False, "normalized": True, "special": False}
+        )
+    if normalizer:
+        spec["normalizer"] = {"type": "NFC"}  # (then U+2126 OHM SIGN + "x" is the Omega token)
+    for token in spec["added_tokens"]:
+        token["normalized"] = token["normalized"] or normalized
+    if trim:
+        spec["post_processor"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+    return json.dumps(spec)
+
+
+@pytest.mark.parametrize(("normalizer", "normalized", "trim"), [(False, False, False), (False, False, True), (True, True, True), (True, False, False)])
+def test_add_prefix_space_as_tokenizers(
+    gpt2: tuple[Any, peek2.Tokenizer], tmp_path: Path, normalizer: bool, normalized: bool, trim: bool
+) -> None:
+    # ByteLevel(add_prefix_space=true) puts a space before each text segment between added tokens
+    # that does not start with one; the space spans the segment's first character. Every path.
+    from tokenizers import Tokenizer as Reference
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(prefix_space_file(gpt2[0].to_str(), normalizer, normalized, trim), encoding="utf-8")
+    reference, tok = Reference.from_file(str(path)), peek2.Tokenizer.from_file(path)
+    splitting = Reference.from_file(str(path))
+    splitting.encode_special_tokens = True
+    assert tok.spec.prefix_space
+    rng = random.Random(11)
+    marks = ["<mask>", " <mask> ", "\u03a9x", "\u2126x", "<|endoftext|>", "", " "]
+    texts = TEXTS + ["", " ", "x", "\nx", " Hello", "a <mask> b", "<mask>x", " <mask>", "\u0301x", "<|endoftext|><|endoftext|>x"]
+    texts += [atoms_text(rng) + rng.choice(marks) + atoms_text(rng) + rng.choice(marks) for _ in range(250)]
+    texts += [long_text(rng) for _ in range(5)]
+    # (streaming refuses normalized tokens with lstrip, or with a normalizer: tests/test_streaming.py)
+    streams = not normalized
+    for text in texts:
+        expected = reference.encode(text)
+        got = tok.encode_with_offsets(text)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:60])
+        assert tok.encode(text) == expected.ids and tok.count(text) == len(expected.ids), ascii(text[:60])
+        assert tok.encode_batch_flat([text, text]).ids.tolist() == expected.ids * 2, ascii(text[:60])
+        assert tok.encode(text, split_special_tokens=True) == splitting.encode(text).ids, ascii(text[:60])
+        if streams:
+            encoder, ids, at = tok.stream_encoder(add_special_tokens=True), [], 0
+            while at < len(text):
+                size = rng.choice([1, 2, 7, 300])
+                encoder.feed(text[at : at + size], ids)
+                at += size
+            assert encoder.finish(ids) == expected.ids, ascii(text[:60])
+            session = tok.prompt_session()
+            for at in range(0, len(text), 5):
+                session.append(text[at : at + 5])
+            assert session.ids == expected.ids, ascii(text[:60])
+    # encode_ordinary: the whole text is one segment (special or not, no token is matched).
+    for text in ("Hello <|endoftext|> there", "<mask>x", ""):
+        assert tok.encode_ordinary(text) == splitting.encode(text, add_special_tokens=False).ids
+
+
+def test_add_prefix_space_in_the_plugin(gpt2: tuple[Any, peek2.Tokenizer], tmp_path: Path) -> None:
+    # peek2.patch of such a file: Peek2 puts the space first, as the ByteLevel it stands for.
+    from tokenizers import Tokenizer as Reference
+
+    text_json = prefix_space_file(gpt2[0].to_str(), False, False, True)
+    reference, patched = Reference.from_str(text_json), peek2.patch(Reference.from_str(text_json))
+    rng = random.Random(12)
+    for text in TEXTS + ["", "a <mask> b", " <mask>"] + [atoms_text(rng) + " <mask>" + atoms_text(rng) for _ in range(200)]:
+        expected, got = reference.encode(text), patched.encode(text)
+        assert (got.ids, got.tokens, got.offsets, got.word_ids) == (expected.ids, expected.tokens, expected.offsets, expected.word_ids)
+    again = pickle.loads(pickle.dumps(patched))
+    assert json.loads(again.to_str())["pre_tokenizer"]["add_prefix_space"] is True
+    assert again.encode("Hi there").tokens == ["\u0120Hi", "\u0120there"]
 
 
 @pytest.mark.parametrize("model", ["gpt2", "llama3.1"])
@@ -188,13 +275,14 @@ def test_roberta_processing_as_tokenizers(data_dir: Path, tmp_path: Path, trim_o
     """RoBERTa's post-processor (``<s> text </s>``, its own offset trimming) on GPT-2's vocabulary
     with RoBERTa's two special tokens: ids and offsets as tokenizers gives them."""
     from tokenizers import Tokenizer as Reference
-    from tokenizers import decoders, models, processors
+    from tokenizers import AddedToken, decoders, models, processors
 
     folder = data_dir / "tokenizers" / "gpt2"
     reference = Reference(models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
     reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     reference.decoder = decoders.ByteLevel()
-    reference.add_special_tokens(["<|endoftext|>", "<s>", "</s>"])
+    # RoBERTa's <mask> takes in the whitespace before it (lstrip): trimmed from its span too.
+    reference.add_special_tokens(["<|endoftext|>", "<s>", "</s>", AddedToken("<mask>", lstrip=True)])
     cls, sep = reference.token_to_id("<s>"), reference.token_to_id("</s>")
     reference.post_processor = processors.RobertaProcessing(
         ("</s>", sep), ("<s>", cls), trim_offsets=trim_offsets, add_prefix_space=add_prefix_space
@@ -203,7 +291,8 @@ def test_roberta_processing_as_tokenizers(data_dir: Path, tmp_path: Path, trim_o
     reference.save(str(path))
     tok = peek2.Tokenizer.from_file(path)
     rng = random.Random(7)
-    for text in TEXTS + ["  leading", " one", "trailing  ", "<s> x </s>", " <s>  y"] + [atoms_text(rng) for _ in range(200)]:
+    masked = ["a <mask> b", " <mask>", "x\u3000\u2003 <mask>.", "<mask>"] + [atoms_text(rng) + " <mask>" + atoms_text(rng) for _ in range(50)]
+    for text in TEXTS + ["  leading", " one", "trailing  ", "<s> x </s>", " <s>  y"] + masked + [atoms_text(rng) for _ in range(200)]:
         for add in (True, False):
             expected = reference.encode(text, add_special_tokens=add)
             got = tok.encode_with_offsets(text, add)

@@ -336,7 +336,7 @@ BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": Tr
         (None, NotImplementedError, "no pre_tokenizer"),
         ({"type": "Whitespace"}, NotImplementedError, "Whitespace"),
         ({"type": "Sequence", "pretokenizers": [SPLIT]}, NotImplementedError, "ByteLevel"),  # not byte-level
-        ({"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}, NotImplementedError, "add_prefix_space"),
+        ({"type": "Sequence", "pretokenizers": [SPLIT, {**BYTE_LEVEL, "add_prefix_space": True}]}, NotImplementedError, "add_prefix_space"),
         ({"type": "Sequence", "pretokenizers": [{**SPLIT, "pattern": {"Regex": r"\p{L}+|\p{N}"}}, BYTE_LEVEL]},
          peek2.UnsupportedPatternError, "nearest family"),
         ({"type": "Sequence", "pretokenizers": [{**SPLIT, "behavior": "Removed", "invert": False}, BYTE_LEVEL]},

@@ -201,9 +201,10 @@ def test_missing_file(tmp_path: Path) -> None:
         (lambda d: d["model"]["merges"].append("Ġ"), TokenizerFormatError, r"model.merges\[280147\]"),
         (lambda d: d["model"]["merges"].append("zzzz qqqq"), TokenizerFormatError, r"model.merges\[280147\]"),
         (
-            lambda d: d.update(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True, "use_regex": True}),
+            # (a space before each piece of the Split: no file does it; GPT-2's ByteLevel alone loads)
+            lambda d: d["pre_tokenizer"]["pretokenizers"][1].update(add_prefix_space=True),
             NotImplementedError,
-            "add_prefix_space=true",
+            r"pretokenizers\[1\] ByteLevel add_prefix_space=true is not supported \(after another",
         ),
         (
             lambda d: d["pre_tokenizer"]["pretokenizers"][0]["pattern"].update(Regex="\\s+"),
@@ -214,7 +215,7 @@ def test_missing_file(tmp_path: Path) -> None:
     ],
     ids=[
         "no-model", "no-vocab", "wordpiece", "unigram", "nfkc", "decoder", "bad-merge", "merge-unknown",
-        "gpt2-bytelevel", "other-regex", "whitespace",
+        "prefix-space-per-piece", "other-regex", "whitespace",
     ],
 )
 def test_bad_tokenizer_json(data_dir: Path, edit: object, error: type[Exception], message: str) -> None:

@@ -4,8 +4,8 @@ Supported: model ``BPE`` in the byte-level alphabet; normalizer none, ``NFC`` or
 ``Sequence`` of those; pre-tokenizer ``Sequence[Split(<family pattern>, Isolated),
 ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``, the same
 pieces), a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
-three), or ``ByteLevel(use_regex=true, add_prefix_space=false)`` alone (GPT-2's pattern,
-the gpt2 family) or after ``Digits(individual_digits=true)`` (StarCoder2, SmolLM: the starcoder2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``RobertaProcessing``
+three), or ``ByteLevel(use_regex=true)`` alone (GPT-2's pattern, the gpt2 family;
+``add_prefix_space`` true or false) or, with ``add_prefix_space=false``, after ``Digits(individual_digits=true)`` (StarCoder2, SmolLM: the starcoder2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``RobertaProcessing``
 (the same trimming), ``TemplateProcessing`` or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
@@ -114,7 +114,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     for key in ("truncation", "padding"):
         if data.get(key) is not None:  # encode would cut or pad every text: never silently ignored
             raise NotImplementedError(f"{source}: {key} is set: peek2 does not truncate or pad (set it to null)")
-    family = _family(data.get("pre_tokenizer"), source)
+    family, prefix_space = _family(data.get("pre_tokenizer"), source)
     added = _added_tokens(_optional(data, "added_tokens", []), source)
     vocab = _vocab(_field(model, "vocab", "model", source, dict), {token.content for token in added}, source)
     merges = _merges(_field(model, "merges", "model", source, list), source)
@@ -135,6 +135,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         fuse_unk=_flag(model, "fuse_unk", "model", source, False),
         source=source,
         trim_offsets=trim_offsets,
+        prefix_space=prefix_space,
     )
 
 
@@ -231,7 +232,8 @@ def _normalizer(raw: Any, path: str, source: str) -> str | None:
     return str(kind)
 
 
-def _family(raw: Any, source: str) -> str:
+def _family(raw: Any, source: str) -> tuple[str, bool]:
+    """The pre-tokenizer's family, and whether it puts a space before each text segment."""
     if raw is None:
         raise NotImplementedError(f"{source}: no pre_tokenizer: peek2 needs Split(<pattern>) + ByteLevel")
     kind = _field(raw, "type", "pre_tokenizer", source, str)
@@ -239,38 +241,34 @@ def _family(raw: Any, source: str) -> str:
     paths = [f"pre_tokenizer.pretokenizers[{k}]" for k in range(len(steps))] if kind == "Sequence" else ["pre_tokenizer"]
     kinds = [_field(step, "type", path, source, str) for step, path in zip(steps, paths)]
     if kinds == ["ByteLevel"] and _flag(steps[0], "use_regex", paths[0], source, True):
-        # GPT-2's own pre-tokenizer: ByteLevel splits with GPT-2's regex (the gpt2 family).
-        if _flag(steps[0], "add_prefix_space", paths[0], source, True):
-            raise NotImplementedError(
-                f"{source}: {paths[0]} ByteLevel add_prefix_space=true (a space put before the text) is not supported"
-            )
-        return "gpt2"
+        # GPT-2's own pre-tokenizer: ByteLevel splits with GPT-2's regex (the gpt2 family), after
+        # putting a space before the text segment when add_prefix_space (RoBERTa-style files).
+        return "gpt2", _flag(steps[0], "add_prefix_space", paths[0], source, True)
+    # After another step, tokenizers puts the space before each piece that step cut, not before
+    # the segment: a different tokenizer, which no known file uses.
+    per_piece = "(after another pre-tokenizer step it puts a space before each of that step's pieces)"
     if kinds == ["Digits", "ByteLevel"] and _flag(steps[1], "use_regex", paths[1], source, True):
         # StarCoder2's and SmolLM's: each digit apart, then GPT-2's pattern (the starcoder2 family).
         if not _flag(steps[0], "individual_digits", paths[0], source, False):
             raise NotImplementedError(f"{source}: {paths[0]} Digits individual_digits=false is not supported")
         if _flag(steps[1], "add_prefix_space", paths[1], source, True):
-            raise NotImplementedError(
-                f"{source}: {paths[1]} ByteLevel add_prefix_space=true (a space put before the text) is not supported"
-            )
-        return "starcoder2"
+            raise NotImplementedError(f"{source}: {paths[1]} ByteLevel add_prefix_space=true is not supported {per_piece}")
+        return "starcoder2", False
     if len(kinds) < 2 or kinds[-1] != "ByteLevel" or any(k != "Split" for k in kinds[:-1]):
         raise NotImplementedError(
             f"{source}: pre_tokenizer {kind}{kinds if kind == 'Sequence' else ''} is not supported: "
             "peek2 implements Sequence[Split(<family pattern>)..., ByteLevel(use_regex=false)]"
         )
     byte_level, byte_level_path = steps[-1], paths[-1]
-    if _flag(byte_level, "use_regex", byte_level_path, source, True) or _flag(
-        byte_level, "add_prefix_space", byte_level_path, source, False
-    ):
-        raise NotImplementedError(
-            f"{source}: pre_tokenizer ByteLevel must have use_regex=false and add_prefix_space=false"
-        )
+    if _flag(byte_level, "use_regex", byte_level_path, source, True):
+        raise NotImplementedError(f"{source}: {byte_level_path} ByteLevel after a Split must have use_regex=false")
+    if _flag(byte_level, "add_prefix_space", byte_level_path, source, False):
+        raise NotImplementedError(f"{source}: {byte_level_path} ByteLevel add_prefix_space=true is not supported {per_piece}")
     patterns = tuple(
         _split_regex(split, split_path, source, alone=len(steps) == 2) for split, split_path in zip(steps, paths[:-1])
     )
     try:
-        return find_sequence(patterns).name
+        return find_sequence(patterns).name, False
     except UnsupportedPatternError as error:
         raise UnsupportedPatternError(f"{source}: pre_tokenizer Split: {error}") from None
 
