@@ -14,17 +14,17 @@ from setuptools import setup
 # and Final reads across these modules are early-bound.
 HOT_MODULES = sorted(
     [
-        "peek2/_bpe.py",
-        "peek2/_byte_level.py",
-        "peek2/_decode.py",
-        "peek2/_offsets.py",
-        "peek2/_plugin_cuts.py",
-        "peek2/_scan.py",
-        "peek2/_stream.py",
-        "peek2/_tables.py",
-        "peek2/families.py",
-        "peek2/pretokenizer.py",
-        "peek2/whole_chars.py",
+        "peek2/bpe/decode.py",
+        "peek2/bpe/merger.py",
+        "peek2/bpe/offsets.py",
+        "peek2/bpe/vocab.py",
+        "peek2/bpe/whole_chars.py",
+        "peek2/plugin/cuts.py",
+        "peek2/pretokenize/families.py",
+        "peek2/pretokenize/pattern.py",
+        "peek2/pretokenize/scanner.py",
+        "peek2/pretokenize/tables.py",
+        "peek2/serving/stream_engine.py",
     ]
 )
 

@@ -22,17 +22,17 @@ __version__ = "0.1.0"
 
 # Modules that setup.py compiles with mypyc; __init__ stays uncompiled so this switch works.
 COMPILED_MODULES = (
-    "peek2._bpe",
-    "peek2._byte_level",
-    "peek2._decode",
-    "peek2._offsets",
-    "peek2._plugin_cuts",
-    "peek2._scan",
-    "peek2._stream",
-    "peek2._tables",
-    "peek2.families",
-    "peek2.pretokenizer",
-    "peek2.whole_chars",
+    "peek2.bpe.decode",
+    "peek2.bpe.merger",
+    "peek2.bpe.offsets",
+    "peek2.bpe.vocab",
+    "peek2.bpe.whole_chars",
+    "peek2.plugin.cuts",
+    "peek2.pretokenize.families",
+    "peek2.pretokenize.pattern",
+    "peek2.pretokenize.scanner",
+    "peek2.pretokenize.tables",
+    "peek2.serving.stream_engine",
 )
 
 
@@ -45,7 +45,7 @@ class _PureFinder:
     ) -> Optional[importlib.machinery.ModuleSpec]:
         if name not in COMPILED_MODULES:
             return None
-        source = os.path.join(os.path.dirname(__file__), name.rsplit(".", 1)[1] + ".py")
+        source = os.path.join(os.path.dirname(__file__), *name.split(".")[1:]) + ".py"
         return importlib.util.spec_from_file_location(name, source)
 
 
@@ -54,14 +54,14 @@ if PURE:
     sys.meta_path.insert(0, _PureFinder())
 
 # This is the public API of peek2.
-from peek2.families import FAMILIES as FAMILIES  # noqa: E402
-from peek2.families import PATTERNS as PATTERNS  # noqa: E402
-from peek2.families import SEQUENCES as SEQUENCES  # noqa: E402
-from peek2.families import TIKTOKEN_PATTERNS as TIKTOKEN_PATTERNS  # noqa: E402
-from peek2.families import UnsupportedPatternError as UnsupportedPatternError  # noqa: E402
-from peek2.pretokenizer import Peek2Pattern as Peek2Pattern  # noqa: E402
-from peek2.pretokenizer import split as split  # noqa: E402
-from peek2.pretokenizer import split_offsets as split_offsets  # noqa: E402
+from peek2.pretokenize.families import FAMILIES as FAMILIES  # noqa: E402
+from peek2.pretokenize.families import PATTERNS as PATTERNS  # noqa: E402
+from peek2.pretokenize.families import SEQUENCES as SEQUENCES  # noqa: E402
+from peek2.pretokenize.families import TIKTOKEN_PATTERNS as TIKTOKEN_PATTERNS  # noqa: E402
+from peek2.pretokenize.families import UnsupportedPatternError as UnsupportedPatternError  # noqa: E402
+from peek2.pretokenize.pattern import Peek2Pattern as Peek2Pattern  # noqa: E402
+from peek2.pretokenize.pattern import split as split  # noqa: E402
+from peek2.pretokenize.pattern import split_offsets as split_offsets  # noqa: E402
 from peek2.spec import TokenizerFormatError as TokenizerFormatError  # noqa: E402
 from peek2.tokenizer import Encoding as Encoding  # noqa: E402
 from peek2.tokenizer import Tokenizer as Tokenizer  # noqa: E402
@@ -72,8 +72,8 @@ from peek2.tokenizer import encode as encode  # noqa: E402
 from peek2.plugin import Peek2 as Peek2  # noqa: E402
 from peek2.plugin import patch as patch  # noqa: E402
 from peek2.plugin import unpatch as unpatch  # noqa: E402
-from peek2.transformers_patch import patch_transformers as patch_transformers  # noqa: E402
-from peek2.transformers_patch import unpatch_transformers as unpatch_transformers  # noqa: E402
+from peek2.plugin.transformers_patch import patch_transformers as patch_transformers  # noqa: E402
+from peek2.plugin.transformers_patch import unpatch_transformers as unpatch_transformers  # noqa: E402
 
 
 def _is_extension(module_name: str) -> bool:

@@ -9,7 +9,7 @@
 
 Input and output are UTF-8 (bytes are read as they are: no newline translation). ``encode``
 and ``decode`` read, convert and write in blocks of ``BLOCK`` bytes through the streaming
-encoder and decoder (``peek2.streaming``), whose output equals that of one call on the whole
+encoder and decoder (``peek2.serving.streaming``), whose output equals that of one call on the whole
 input for any cut: memory stays flat whatever the size of the input, except for the pending
 text of a single piece that has not ended (a run of one character, see docs/serving.md).
 
@@ -36,7 +36,7 @@ import threading
 from typing import IO, Iterable, Iterator
 
 import peek2
-from peek2.streaming import StreamEncoder
+from peek2.serving.streaming import StreamEncoder
 from peek2.tokenizer import Tokenizer
 
 BLOCK = 1 << 20

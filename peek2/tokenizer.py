@@ -4,7 +4,7 @@ Pipeline of ``encode`` (the reference's order):
 1. added tokens are found in the raw text (leftmost-longest; ``lstrip``/``rstrip``/
    ``single_word`` as the reference applies them) and become their ids;
 2. the rest is normalized (NFC for Qwen, with the Unicode version the reference uses);
-3. Peek2 pre-tokenization and byte-pair merges (``peek2._bpe``);
+3. Peek2 pre-tokenization and byte-pair merges (``peek2.bpe.merger``);
 4. the post-processor's ids (Llama-3.1's ``<|begin_of_text|>``) when ``add_special_tokens``.
 
 ``decode`` maps ids back to bytes (the byte-level decoder) and decodes UTF-8 with
@@ -13,7 +13,7 @@ U+FFFD for invalid sequences, like the reference.
 Memory and the garbage collector: every full collection of the process walks each container
 the collector tracks, item by item. A tokenizer's large tables are therefore tuples of atomic
 objects (the ids' bytes here, the merges in ``TokenizerSpec``, the shared ints of
-``peek2._bpe.shared_ints``), which the collector stops tracking at its first pass, or native
+``peek2.bpe.merger.shared_ints``), which the collector stops tracking at its first pass, or native
 arrays it never sees. Measured: a full ``gc.collect()`` took 1.0 ms, and 9.6 ms with a Llama-3.1
 and a Qwen3 tokenizer loaded when those three were lists; 1.0 ms now (an event loop stalls for a
 full collection, whatever triggered it). ``tests/test_tokenizer.py`` checks that a tokenizer
@@ -37,25 +37,24 @@ from librt.strings import BytesWriter, write_i16_le, write_i32_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2 import huge_pages
-from peek2._bpe import ID_BITS, MAX_CACHE_SIZE, PAIR_STRIDE, BytePairEncoder, MergeTable, PlainEncode, WholeChars
-from peek2._byte_level import pair_table
-from peek2._decode import ids_bytes, ids_texts
-from peek2._offsets import char_spans
-from peek2._scan import surrogate_error
-from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
-from peek2.families import FAMILIES
+from peek2.bpe import huge_pages
+from peek2.bpe.decode import ids_bytes, ids_texts
+from peek2.bpe.engine_tables import EngineTables, engine_tables
+from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, PlainEncode, WholeChars
+from peek2.bpe.offsets import char_spans
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
-from peek2.nfc import nfc, nfc_aligned
-from peek2.pretokenizer import Peek2Pattern
+from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
+from peek2.normalize.nfc import nfc, nfc_aligned
+from peek2.pretokenize.families import FAMILIES
+from peek2.pretokenize.pattern import Peek2Pattern
+from peek2.pretokenize.scanner import surrogate_error
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
-from peek2.whole_chars import WholeCharsLists, whole_chars
 
 if TYPE_CHECKING:  # the serving modules are imported when first used
     from peek2.corpus.batches import BatchFunction
-    from peek2.incremental import PromptCache, PromptSession
-    from peek2.streaming import StreamDecoder, StreamEncoder
+    from peek2.serving.incremental import PromptCache, PromptSession
+    from peek2.serving.streaming import StreamDecoder, StreamEncoder
 
 DEFAULT_CACHE_SIZE = 16_384
 """Pieces kept in the piece cache (each at most 128 characters).
@@ -207,7 +206,7 @@ class Tokenizer:
         """
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-        from peek2 import load_cache
+        from peek2.formats import load_cache
 
         spec, tables = load_cache.load([path], "tokenizer.json", lambda: hf_json.load_file(path))
         return cls(spec, cache_size=cache_size, _source=("file", os.path.abspath(path)), _tables=tables)
@@ -231,7 +230,7 @@ class Tokenizer:
             source = models.resolve_model(name)
             # A path is kept absolute; a model's name stays a name (resolved again where unpickled).
             kept = name if name in models.MODELS else os.path.abspath(name)
-            from peek2 import load_cache
+            from peek2.formats import load_cache
 
             options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r}"
             spec, tables = load_cache.load(source.files, options, source.load)
@@ -275,14 +274,14 @@ class Tokenizer:
         GPT-2's pattern in tiktoken's spelling, the same pieces).
         """
         from peek2.formats.tiktoken_file import converter_merges, load_ranks, special_added_tokens
-        from peek2.families import find_tiktoken_family
+        from peek2.pretokenize.families import find_tiktoken_family
 
         family = find_tiktoken_family(pattern).name
         specials = dict(special_tokens or {})
         for content, token_id in specials.items():
             if not isinstance(content, str) or not isinstance(token_id, int):
                 raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
-        from peek2 import load_cache
+        from peek2.formats import load_cache
 
         def build() -> TokenizerSpec:
             ranks = load_ranks(path)
@@ -324,7 +323,7 @@ class Tokenizer:
         for path in (encoder_json, vocab_bpe):
             if not isinstance(path, (str, os.PathLike)):
                 raise TypeError(f"paths must be str or os.PathLike, not {type(path).__name__}")
-        from peek2 import load_cache
+        from peek2.formats import load_cache
 
         options = f"gpt2 {list(special_tokens.items()) if special_tokens is not None else None!r}"
         spec, tables = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, special_tokens))
@@ -754,52 +753,52 @@ class Tokenizer:
         """Content -> id of the special added tokens."""
         return {t.content: t.id for t in self._added if t.special}
 
-    # ==== Serving (peek2.streaming, peek2.incremental, peek2.aio) ====
+    # ==== Serving (peek2.serving.streaming, peek2.serving.incremental, peek2.serving.aio) ====
     # Thin delegates, imported lazily so that ``import peek2`` stays as cheap as before.
 
     def stream_encoder(self, add_special_tokens: bool = False, *, split_special_tokens: bool = False) -> StreamEncoder:
-        """A ``peek2.streaming.StreamEncoder``: ``feed(chunk) -> ids`` as they become final, ``finish()``."""
-        from peek2.streaming import StreamEncoder
+        """A ``peek2.serving.streaming.StreamEncoder``: ``feed(chunk) -> ids`` as they become final, ``finish()``."""
+        from peek2.serving.streaming import StreamEncoder
 
         return StreamEncoder(self, add_special_tokens, split_special_tokens=split_special_tokens)
 
     def stream_decoder(self, skip_special_tokens: bool = False, *, prefill: Iterable[int] = ()) -> StreamDecoder:
-        """A ``peek2.streaming.StreamDecoder``: ``feed(id or ids) -> str`` of whole characters, ``finish()``."""
-        from peek2.streaming import StreamDecoder
+        """A ``peek2.serving.streaming.StreamDecoder``: ``feed(id or ids) -> str`` of whole characters, ``finish()``."""
+        from peek2.serving.streaming import StreamDecoder
 
         return StreamDecoder(self, skip_special_tokens, prefill=prefill)
 
     def prompt_cache(
         self, max_prompts: int = 16, *, add_special_tokens: bool = True, split_special_tokens: bool = False
     ) -> PromptCache:
-        """A ``peek2.incremental.PromptCache``: ``encode(prompt)`` re-tokenizes only what changed."""
-        from peek2.incremental import PromptCache
+        """A ``peek2.serving.incremental.PromptCache``: ``encode(prompt)`` re-tokenizes only what changed."""
+        from peek2.serving.incremental import PromptCache
 
         return PromptCache(self, max_prompts, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
 
     def prompt_session(self, *, add_special_tokens: bool = True, split_special_tokens: bool = False) -> PromptSession:
-        """A ``peek2.incremental.PromptSession``: ``append(text) -> (keep, new_ids)`` for one growing prompt."""
-        from peek2.incremental import PromptSession
+        """A ``peek2.serving.incremental.PromptSession``: ``append(text) -> (keep, new_ids)`` for one growing prompt."""
+        from peek2.serving.incremental import PromptSession
 
         return PromptSession(self, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
 
     async def async_encode(self, text: str, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
-        """``encode`` without holding the event loop: see ``peek2.aio.async_encode``."""
-        from peek2 import aio
+        """``encode`` without holding the event loop: see ``peek2.serving.aio.async_encode``."""
+        from peek2.serving import aio
 
         return await aio.async_encode(self, text, add_special_tokens, split_special_tokens=split_special_tokens)
 
     async def async_encode_batch(
         self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
     ) -> list[list[int]]:
-        """``encode_batch`` without holding the event loop: see ``peek2.aio.async_encode_batch``."""
-        from peek2 import aio
+        """``encode_batch`` without holding the event loop: see ``peek2.serving.aio.async_encode_batch``."""
+        from peek2.serving import aio
 
         return await aio.async_encode_batch(self, texts, add_special_tokens, split_special_tokens=split_special_tokens)
 
     async def async_decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        """``decode`` without holding the event loop: see ``peek2.aio.async_decode``."""
-        from peek2 import aio
+        """``decode`` without holding the event loop: see ``peek2.serving.aio.async_decode``."""
+        from peek2.serving import aio
 
         return await aio.async_decode(self, ids, skip_special_tokens)
 
@@ -888,61 +887,6 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
 def _is_array(ids: object) -> bool:
     """A NumPy array (or anything with ``tolist``), turned into Python ints in one C call."""
     return hasattr(ids, "tolist") and hasattr(ids, "dtype")
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _byte_ids(spec: TokenizerSpec) -> list[int]:
-    ids = []
-    for byte in range(256):
-        token_id = spec.vocab.get(bytes([byte]))
-        if token_id is None and spec.byte_fallback:
-            token_id = spec.vocab.get(f"<0x{byte:02X}>".encode())
-        if token_id is None and spec.unk_token is not None:
-            token_id = spec.vocab.get(spec.unk_token.encode("utf-8"))
-        if token_id is None:
-            raise TokenizerFormatError(
-                f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X} and no byte_fallback or unk_token"
-            )
-        ids.append(token_id)
-    return ids
-
-
-class EngineTables(NamedTuple):
-    """What the engine builds from a spec, as plain data (``peek2.load_cache`` keeps it on disk):
-    the token of each byte, the merges as pair keys and values (``MergeTable``), the arguments of
-    ``WholeChars``, the UTF-8 tokens by text; ``merge_table`` is the table itself when just built
-    (never stored)."""
-
-    byte_ids: list[int]
-    pair_keys: list[int]
-    pair_values: list[int]
-    whole_chars: WholeCharsLists
-    text_vocab: dict[str, int]
-    merge_table: MergeTable | None = None
-
-
-def engine_tables(spec: TokenizerSpec) -> EngineTables:
-    """The engine's tables of ``spec`` (errors name the merge that uses tokens not in the vocabulary)."""
-    vocab = spec.vocab
-    pairs = pair_table(spec.merges, vocab, ID_BITS, PAIR_STRIDE)  # (compiled; None: name the merge below)
-    for rank, (left, right) in enumerate(spec.merges if pairs is None else ()):
-        left_id, right_id, merged_id = vocab.get(left), vocab.get(right), vocab.get(left + right)
-        if left_id is None or right_id is None or merged_id is None:
-            missing = [t for t, i in ((left, left_id), (right, right_id), (left + right, merged_id)) if i is None]
-            raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
-    assert pairs is not None  # (pair_table gives None only where a merge is missing a token)
-    pair_keys, pair_values = pairs
-    merges = MergeTable(pair_keys, pair_values)
-    byte_ids = _byte_ids(spec)
-    text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}
-    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, merges)
 
 
 _NAMED: dict[str, Tokenizer] = {}

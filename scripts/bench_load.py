@@ -5,7 +5,7 @@
 Four ways to load, interleaved, medians of --runs: tokenizers; peek2 with its load cache off
 (``PEEK2_CACHE=0``: JSON, the byte-level alphabet, the merge and whole-character tables);
 peek2's first load of a file (an empty cache directory: the same, plus writing the entry); and
-peek2's later loads (the entry read back, ``peek2/load_cache.py``). The cache directory is a
+peek2's later loads (the entry read back, ``peek2/formats/load_cache.py``). The cache directory is a
 temporary one, removed at the end. Then the first ``encode_with_offsets`` after a load, on text
 that NFC changes (what a new process pays on its first request).
 """

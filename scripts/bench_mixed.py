@@ -16,7 +16,7 @@ The process is pinned to one CPU (``os.sched_setaffinity``) and every engine run
 the figures are per core, whatever threads an engine starts: peek2 ``encode_batch`` (its piece
 cache emptied before every run, as a new process), fastokens ``encode_batch``, tiktoken
 ``encode_ordinary_batch(num_threads=1)`` and tokenizers ``encode_batch``, without special tokens.
-"pre-tokenizer only" is the scan that finds the pieces (``peek2._scan.piece_count``: nothing made
+"pre-tokenizer only" is the scan that finds the pieces (``peek2.pretokenize.scanner.piece_count``: nothing made
 per piece, as inside an encode) over the same documents: its time over encode's is the
 pre-tokenizer's share of the encode.
 """
@@ -37,8 +37,8 @@ from corpora import ROOT  # noqa: E402
 from timing import describe, interleaved, model_arguments, table  # noqa: E402
 
 from compliance.xnli import iter_xnli_tsv  # noqa: E402
-from peek2._scan import piece_count  # noqa: E402
-from peek2.families import FAMILIES  # noqa: E402
+from peek2.pretokenize.scanner import piece_count  # noqa: E402
+from peek2.pretokenize.families import FAMILIES  # noqa: E402
 from peek2.tokenizer import Tokenizer  # noqa: E402
 
 EMOJI = ["😀", "👍🏽", "👩\u200d💻", "🏳️\u200d🌈", "👨\u200d👩\u200d👧\u200d👦", "🇫🇷", "❤️", "🙏🏿", "✨", "🎉"]

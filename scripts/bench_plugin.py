@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from transformers import AutoTokenizer
 
-    from peek2 import transformers_patch
+    from peek2.plugin import transformers_patch
 
     peek2.unpatch_transformers()
     reference = AutoTokenizer.from_pretrained(str(folder))

@@ -1,4 +1,4 @@
-"""Generate ``peek2/_nfc_late.py``: the scalars the reference's NFC does not know.
+"""Generate ``peek2/normalize/nfc_late.py``: the scalars the reference's NFC does not know.
 
 Run ``python -m tables.nfc`` to write it, ``python -m tables.nfc --check`` to compare
 with the committed file (the test suite does), ``python -m tables.nfc --measure`` to
@@ -23,7 +23,7 @@ Unicode-16 NFC applied to the runs between those scalars (canonical data of
 assigned scalars never changes: Unicode's stability policy). Only the later
 scalars that Unicode 16 NFC would touch matter: a non-zero class, a canonical
 decomposition, or a place in another scalar's canonical decomposition. Those are
-``LATE``; ``peek2.nfc`` cuts the text at them.
+``LATE``; ``peek2.normalize.nfc`` cuts the text at them.
 
 Ages come from ``unicodedataplus`` (same Unicode version as ``unicodedata2``; only
 this generator needs it).
@@ -41,7 +41,7 @@ import unicodedata2
 from tables.generate import write_or_check
 
 REFERENCE_NFC_VERSION = (9, 0)
-OUTPUT = Path(__file__).resolve().parent.parent / "peek2" / "_nfc_late.py"
+OUTPUT = Path(__file__).resolve().parent.parent / "peek2" / "normalize" / "nfc_late.py"
 MAX_SCALAR = 0x10FFFF
 
 
@@ -86,7 +86,7 @@ HANGUL_SECONDS = [chr(cp) for cp in (*range(0x1161, 0x1176), *range(0x11A8, 0x11
 def not_boundaries(late: list[str]) -> list[str]:
     """Starters before which NFC may not cut text: their decomposition starts with a non-starter or
     with a starter that composes with what precedes it. Every other starter begins a run of text that
-    normalizes independently of what comes before (peek2/nfc.py cuts long texts there)."""
+    normalizes independently of what comes before (peek2/normalize/nfc.py cuts long texts there)."""
     every = scalars()
     seconds = {parts[1] for char in every if len(parts := canonical_decomposition(char)) == 2}
     seconds.update(HANGUL_SECONDS)
@@ -119,7 +119,7 @@ def render() -> str:
 # (Unicode {unicodedata2.unidata_version}). Do not edit: run `python -m tables.nfc`.
 """Scalars the reference's NFC (Unicode {REFERENCE_NFC_VERSION[0]}.{REFERENCE_NFC_VERSION[1]} data) treats as unassigned starters.
 
-See tables/nfc.py for the measurement; peek2/nfc.py normalizes around them.
+See tables/nfc.py for the measurement; peek2/normalize/nfc.py normalizes around them.
 """
 
 from typing import Final

@@ -23,7 +23,7 @@ from compliance.reference import reference_split  # noqa: E402
 
 import peek2  # noqa: E402
 
-# The suite's own load cache (peek2/load_cache.py), empty at the start of each run and removed
+# The suite's own load cache (peek2/formats/load_cache.py), empty at the start of each run and removed
 # after it: tests neither read nor fill the user's.
 if "PEEK2_CACHE_DIR" not in os.environ:
     os.environ["PEEK2_CACHE_DIR"] = tempfile.mkdtemp(prefix="peek2-test-cache-")

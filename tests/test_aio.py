@@ -1,4 +1,4 @@
-"""asyncio (peek2.aio): results equal the synchronous calls; the loop keeps running; cancel stops work.
+"""asyncio (peek2.serving.aio): results equal the synchronous calls; the loop keeps running; cancel stops work.
 
 No wall-clock limits: a heartbeat task counts how often it ran while a multi-megabyte encode was
 awaited, and a cancelled encode is checked by counting the slices encoded after the cancel.
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from compliance.xnli import iter_xnli_tsv
-from peek2 import aio
-from peek2.streaming import StreamEncoder
+from peek2.serving import aio
+from peek2.serving.streaming import StreamEncoder
 from peek2.tokenizer import Tokenizer
 
 

@@ -13,8 +13,8 @@ import pytest
 from tokenizers import Regex, pre_tokenizers
 
 import peek2
-import peek2.families
-import peek2.pretokenizer
+import peek2.pretokenize.families
+import peek2.pretokenize.pattern
 from conftest import FAMILIES
 
 
@@ -105,8 +105,8 @@ def test_pattern_pickles_by_family(family: str) -> None:
 def test_docstring_examples() -> None:
     # doctest cannot see into compiled functions, so the examples run on the pure path.
     script = (
-        "import doctest, peek2, peek2.families, peek2.pretokenizer\n"
-        "for m in (peek2, peek2.families, peek2.pretokenizer):\n"
+        "import doctest, peek2, peek2.pretokenize.families, peek2.pretokenize.pattern\n"
+        "for m in (peek2, peek2.pretokenize.families, peek2.pretokenize.pattern):\n"
         "    r = doctest.testmod(m)\n"
         "    print(m.__name__, r.attempted, r.failed)\n"
     )

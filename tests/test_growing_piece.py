@@ -2,7 +2,7 @@
 
 A stream or a prompt session fed one long run (spaces, "=", CJK without punctuation, combining
 marks) held the whole run until it ended and re-encoded it at every append. Rule 3 of
-``peek2.streaming`` (``peek2._growing_piece``) sends the ids of a prefix that no continuation can
+``peek2.serving.streaming`` (``peek2.bpe.growing_piece``) sends the ids of a prefix that no continuation can
 change. These tests check the ids against ``tokenizers`` for runs of every kind, in the four
 families, cut every way and followed by every kind of text; that the pending text stays bounded;
 and that a session's cost grows linearly (CPU time at n and 4n in one run, no wall-clock limit).
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import tokenizers
 
-from peek2 import streaming
+from peek2.serving import streaming
 from peek2.tokenizer import Tokenizer
 from tests.scaling import cpu_seconds
 

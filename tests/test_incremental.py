@@ -1,4 +1,4 @@
-"""Incremental prompt encoding (peek2.incremental) against the full encode.
+"""Incremental prompt encoding (peek2.serving.incremental) against the full encode.
 
 Random prompt histories: appends, edits inside the tail, prompts that share a prefix with an
 older one and then diverge, evictions. Checkpoints are made dense (every few characters) so that
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from compliance.xnli import iter_xnli_tsv
 from conftest import fuzz_examples
-from peek2 import incremental
-from peek2.incremental import PromptSession, common_prefix
+from peek2.serving import incremental
+from peek2.serving.incremental import PromptSession, common_prefix
 from peek2.tokenizer import Tokenizer
 from test_streaming import build_text
 

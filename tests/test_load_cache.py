@@ -1,4 +1,4 @@
-"""The load cache (peek2/load_cache.py): a second load of the same content reads what the first
+"""The load cache (peek2/formats/load_cache.py): a second load of the same content reads what the first
 built, gives the same tokenizer, and anything wrong with the cache costs only speed."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 from tokenizers import Tokenizer as Reference
 
 import peek2.formats.hf_json
-from peek2 import Tokenizer, load_cache
+from peek2 import Tokenizer
+from peek2.formats import load_cache
 from peek2.formats import hf_json
 
 TEXT = "Hello world, it's peek2! <|begin_of_text|>  12345 日本語のテキスト\n\n  def f(x):\n\treturn x"

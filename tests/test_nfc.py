@@ -1,4 +1,4 @@
-"""peek2.nfc equals the reference's normalizers.NFC for every scalar, in contexts that exercise
+"""peek2.normalize.nfc equals the reference's normalizers.NFC for every scalar, in contexts that exercise
 reordering, composition and the scalars newer than the reference's NFC data (tables/nfc.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import unicodedata2
 from tokenizers import normalizers
 
-from peek2._nfc_late import LATE
-from peek2.nfc import nfc
+from peek2.normalize.nfc_late import LATE
+from peek2.normalize.nfc import nfc
 from tables import nfc as generator
 
 # Each context wraps one scalar (written {}): before and after marks of low and high class,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2._bpe import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, _piece_key, _word_count
+from peek2.bpe.merger import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, _piece_key, _word_count
 
 from conftest import fuzz_examples
 

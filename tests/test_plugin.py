@@ -220,12 +220,12 @@ def test_random_texts_cut_like_the_regex(family: str) -> None:
     """Random texts of characters that repeat and sit on either side of cuts (runs of spaces,
     punctuation, marks, digits): the pieces and offsets of ``Split(Regex(pattern))``, and every
     way of cutting (each split behaviour, both slice forms) is used."""
-    from peek2._plugin_cuts import cut_pieces
+    from peek2.plugin.cuts import cut_pieces
 
     alphabet = list("  \n\r\t..,,''!?()-_1234aAzZ\u00e9\u0301\u0915\u093e\u094d\u0e01\u0e48\u4f60\u3002\u00a0\u3000")
     regex = pre_tokenizers.Split(Regex(peek2.PATTERNS[family]), "isolated")
     mine = pre_tokenizers.PreTokenizer.custom(Peek2Split(family))
-    pattern = peek2.pretokenizer.resolve(family)
+    pattern = peek2.pretokenize.pattern.resolve(family)
     rng = random.Random(family)
     seen: set[str] = set()
     for _ in range(3000):
@@ -410,7 +410,7 @@ def test_patch_refuses_custom_and_non_tokenizers(data_dir: Path) -> None:
 def test_docstring_examples() -> None:
     import doctest
 
-    import peek2.plugin
+    import peek2.plugin.pre_tokenizer
 
-    failures, attempted = doctest.testmod(peek2.plugin)
+    failures, attempted = doctest.testmod(peek2.plugin.pre_tokenizer)
     assert failures == 0 and attempted >= 4

@@ -20,7 +20,7 @@ from transformers import AutoTokenizer  # in the test extra: a missing transform
 
 import peek2
 from compliance import xnli
-from peek2 import transformers_patch
+from peek2.plugin import transformers_patch
 from peek2.plugin import patched_family
 
 # The Llama-3 and Qwen backend classes (TokenizersBackend, Qwen2Tokenizer), DeepSeek-V3's three

@@ -86,7 +86,7 @@ def test_nfc_linear_on_long_mark_runs() -> None:
     sort): "e" + 80,000 marks of two classes took 2.1 s against 0.08 s in tokenizers."""
     from tokenizers import normalizers
 
-    from peek2.nfc import nfc
+    from peek2.normalize.nfc import nfc
 
     reference = normalizers.NFC()
     assert nfc(zalgo(80_000)) == reference.normalize_str(zalgo(80_000))
@@ -401,7 +401,7 @@ def test_cache_allocated_as_it_fills(data_dir: Path) -> None:
     import subprocess
     import sys
 
-    from peek2._bpe import INITIAL_CACHE_SLOTS, MAX_CACHE_SIZE
+    from peek2.bpe.merger import INITIAL_CACHE_SLOTS, MAX_CACHE_SIZE
 
     path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
     with pytest.raises(ValueError, match="cache_size must be an int from 0 to"):

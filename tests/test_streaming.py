@@ -1,4 +1,4 @@
-"""Streaming encode and decode (peek2.streaming) against the full encode and decode.
+"""Streaming encode and decode (peek2.serving.streaming) against the full encode and decode.
 
 ``Tokenizer.encode`` and ``decode`` are proven bit-exact with tokenizers elsewhere (test_tokenizer*,
 test_xnli); here every way of cutting the input must give their ids and text, and the decoder
@@ -20,8 +20,8 @@ from tokenizers.decoders import DecodeStream
 
 from compliance.xnli import LANGUAGES, iter_xnli_tsv
 from conftest import fuzz_examples
-from peek2 import streaming
-from peek2.added_tokens import AddedTokenMatcher
+from peek2.serving import streaming
+from peek2.normalize.added_tokens import AddedTokenMatcher
 from peek2.spec import AddedToken
 from peek2.tokenizer import Tokenizer
 from test_fuzz import ATOMS

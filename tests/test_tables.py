@@ -6,7 +6,7 @@ import importlib.metadata
 
 from tables import generate
 
-import peek2._tables as tables
+import peek2.pretokenize.tables as tables
 
 
 def test_regenerated_tables_are_identical() -> None:

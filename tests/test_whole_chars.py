@@ -1,4 +1,4 @@
-"""Characters entering the merge as their own token (peek2.whole_chars): the ids of byte-level BPE.
+"""Characters entering the merge as their own token (peek2.bpe.whole_chars): the ids of byte-level BPE.
 
 Two checks. On the real vocabularies, every whole character is merged in the contexts where a
 merged token could join part of its bytes with a neighbour (built here from the merges, not
@@ -21,7 +21,7 @@ from tokenizers import Tokenizer as Reference
 from tokenizers import pre_tokenizers
 
 import peek2
-from peek2 import _bpe
+from peek2.bpe import merger
 from peek2.formats.byte_level import to_bytes
 from peek2.tokenizer import Tokenizer
 
@@ -30,7 +30,7 @@ MODELS = ["llama3.1", "qwen2"]
 
 def whole_ids(tok: Tokenizer, piece: str) -> list[int]:
     """The ids of ``piece`` from ``_merge_text`` (whole characters where they fit), uncached."""
-    size = _bpe._merge_text(tok._engine, piece, 0, len(piece))
+    size = merger._merge_text(tok._engine, piece, 0, len(piece))
     return [tok._engine.scratch_ids[k] for k in range(size)]
 
 
@@ -64,7 +64,7 @@ def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
 
 
 def test_whole_characters_next_to_straddling_tokens(tok: Tokenizer) -> None:
-    whole = [chr(c) for c in range(_bpe.WHOLE_CHARS) if tok._engine.whole.entries[c] >= 0]
+    whole = [chr(c) for c in range(merger.WHOLE_CHARS) if tok._engine.whole.entries[c] >= 0]
     assert len(whole) > 3000  # Llama-3: 3,425 two- and three-byte characters; Qwen2: 14,763
     by_start: dict[bytes, list[str]] = {}
     by_end: dict[bytes, list[str]] = {}
@@ -164,7 +164,7 @@ def test_random_vocabularies_match_tokenizers() -> None:
 
 
 def test_pure_path_gives_the_same_ids() -> None:
-    # PEEK2_PURE=1 runs _bpe.py as plain Python: same ids on small random vocabularies (the real
+    # PEEK2_PURE=1 runs merger.py as plain Python: same ids on small random vocabularies (the real
     # ones take minutes to load uncompiled).
     rng = random.Random(5)
     cases = []

@@ -17,8 +17,8 @@ import json
 import os
 from typing import Any
 
-from peek2.families import UnsupportedPatternError, find_sequence
-from peek2._byte_level import merge_bytes, vocab_bytes
+from peek2.pretokenize.families import UnsupportedPatternError, find_sequence
+from peek2.bpe.vocab import merge_bytes, vocab_bytes
 from peek2.formats.byte_level import to_bytes
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 

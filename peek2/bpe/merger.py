@@ -2,7 +2,7 @@
 
 Compiled with mypyc; keep to primitive types and native classes; see "Performance notes".
 
-For each piece from the Peek2 scanner (``peek2._scan.piece_end``, called directly:
+For each piece from the Peek2 scanner (``peek2.pretokenize.scanner.piece_end``, called directly:
 same compilation unit), in order:
 1. a piece seen recently comes from the ``PieceCache`` (at most ``cache_size`` pieces of at
    most ``CACHE_MAX_CHARS`` characters; emptied when full), found by a key computed from
@@ -11,7 +11,7 @@ same compilation unit), in order:
 2. with ``ignore_merges``, a piece that is a whole vocabulary token is that token;
 3. otherwise its UTF-8 bytes (made from the code points in place) start as one symbol each
    (a two- or three-byte character whose token can stand for its bytes starts as that token:
-   ``peek2.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
+   ``peek2.bpe.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
    lowest merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
    tiktoken's rule. Pieces below ``HEAP_MIN_BYTES`` find the best pair through minima of
    blocks of 8 pairs (O(sqrt n) a merge, branch-free, in reused arrays); long ones use a
@@ -57,7 +57,7 @@ Performance notes (scripts/bench_encode.py, compiled):
   nearly all of it waiting on its three loads (pair cache, merge table, then the merged id of
   the rank in a 2 MB array): a miss there costs ~130 ns on this shared machine, not the 40
   cycles the model charges. Hence the filters below, huge pages for the tables
-  (``peek2.huge_pages``: 2-3% in paired runs), and key and value of the merge table in one
+  (``peek2.bpe.huge_pages``: 2-3% in paired runs), and key and value of the merge table in one
   16-byte slot (no dependent load of the merged id; 8 MB instead of 4 + 2 MB). Before the
   filter the slot was mixed (6,000 XNLI sentences -6%, Chinese +7-10%: the misses probed twice
   the bytes); after it, best of 8 alternating processes: XNLI -7%, sentences -3%, Chinese
@@ -125,7 +125,7 @@ Performance notes (scripts/bench_encode.py, compiled):
   processes of each build: within the noise).
 - Whole characters (``_merge_text``; ``_merge_whole_chars`` before): in the Chinese corpus 88%
   of the merges only join the three bytes of a character. A piece of more than 2 UTF-8 bytes
-  a character starts from its characters' tokens where ``peek2.whole_chars`` allows it (93% of
+  a character starts from its characters' tokens where ``peek2.bpe.whole_chars`` allows it (93% of
   the Chinese, 86% of the Thai characters; since ``_merge_text``, every listed character that
   fits, in any piece): estimated cycles (300K characters, cold) Chinese 346 -> 241 M
   (-30%), XNLI of 15 languages -4.6%, 6,000 XNLI sentences -4.9%; English and code untouched
@@ -149,7 +149,7 @@ from librt.strings import BytesWriter, write_i16_le, write_i32_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
-from peek2._scan import piece_end, surrogate_error
+from peek2.pretokenize.scanner import piece_end, surrogate_error
 
 ID_BITS: Final = 20  # vocabularies up to 1,048,576 ids
 ID_MASK: Final = (1 << ID_BITS) - 1
@@ -607,7 +607,7 @@ class WholeChars:
 
     ``entries[c]`` (c below WHOLE_CHARS) is -1, or the token id of ``chr(c)`` with WHOLE_NOT_*
     flags above it: the neighbours next to which the character must enter as bytes. Which
-    characters qualify, and why the ids stay those of byte-level BPE, is ``peek2.whole_chars``.
+    characters qualify, and why the ids stay those of byte-level BPE, is ``peek2.bpe.whole_chars``.
     """
 
     def __init__(self, entries: list[int], before: list[int], after: list[int]) -> None:
@@ -687,7 +687,7 @@ class BytePairEncoder:
         self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
 
     def tables(self) -> list[object]:
-        """The arrays an encode reads at random (for ``peek2.huge_pages``), largest first."""
+        """The arrays an encode reads at random (for ``peek2.bpe.huge_pages``), largest first."""
         whole = self.whole
         return [
             self.merges.table,
@@ -1057,7 +1057,7 @@ def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64) -> i64
     ``engine.scratch_ids``, the bytes made from the code points in place (no slice, no encode).
 
     A character that ``engine.whole`` lists enters as its token where it fits, not as its bytes:
-    the same ids (``peek2.whole_chars`` says why). For Chinese, nine merges in ten are the ones
+    the same ids (``peek2.bpe.whole_chars`` says why). For Chinese, nine merges in ten are the ones
     that join a character's bytes, and they are skipped.
     """
     whole = engine.whole

@@ -2,7 +2,7 @@
 # (Unicode 16.0.0). Do not edit: run `python -m tables.nfc`.
 """Scalars the reference's NFC (Unicode 9.0 data) treats as unassigned starters.
 
-See tables/nfc.py for the measurement; peek2/nfc.py normalizes around them.
+See tables/nfc.py for the measurement; peek2/normalize/nfc.py normalizes around them.
 """
 
 from typing import Final

@@ -2,7 +2,7 @@
 
 A chat server re-sends the whole conversation every turn: 90% of each prompt is the previous
 prompt. ``PromptCache.encode(prompt)`` finds the cached prompt sharing the longest prefix with
-it, resumes the streaming encoder (``peek2.streaming``) from the last checkpoint inside that
+it, resumes the streaming encoder (``peek2.serving.streaming``) from the last checkpoint inside that
 shared prefix, and encodes only the rest. The ids are identical to ``Tokenizer.encode``: a
 checkpoint is the encoder's whole state after a prefix of the text (the ids already final and
 the pending text), and the streaming encoder's ids do not depend on where its input was cut.
@@ -41,9 +41,9 @@ from bisect import bisect_right
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from peek2._scan import first_surrogate, surrogate_error
-from peek2._stream import StreamState
-from peek2.streaming import StreamEncoder, plan_of
+from peek2.pretokenize.scanner import first_surrogate, surrogate_error
+from peek2.serving.stream_engine import StreamState
+from peek2.serving.streaming import StreamEncoder, plan_of
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer

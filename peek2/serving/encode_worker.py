@@ -1,4 +1,4 @@
-"""``python -m peek2._encode_worker``: one encode in a process of its own, for ``peek2.aio``.
+"""``python -m peek2.serving.encode_worker``: one encode in a process of its own, for ``peek2.serving.aio``.
 
 Reads one pickled ``(tokenizer, text, add_special_tokens, split_special_tokens)`` from standard
 input (a tokenizer pickles as its file's path and content hash) and writes the pickled

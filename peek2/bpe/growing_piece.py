@@ -1,6 +1,6 @@
 """Where the first ids of a piece that is still growing are final, whatever the piece goes on with.
 
-A stream (``peek2.streaming``) or a prompt session fed one long run (spaces, ``=``, CJK letters
+A stream (``peek2.serving.streaming``) or a prompt session fed one long run (spaces, ``=``, CJK letters
 without punctuation, combining marks) gets one piece that never ends, and its ids used to wait for
 the end: held whole in memory, and re-encoded by every append of a session (issue 23, items 2 and
 4). This module finds a prefix of such a piece whose ids no continuation can change, so that the
@@ -37,7 +37,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Final
 
-from peek2._bpe import BytePairEncoder
+from peek2.bpe.merger import BytePairEncoder
 
 SPLIT_TRIES: Final = 4  # boundaries tried, from the right, before giving up until the piece doubles
 

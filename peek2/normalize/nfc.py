@@ -35,7 +35,7 @@ from typing import Final
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
-from peek2._nfc_late import LATE, NOT_BOUNDARIES
+from peek2.normalize.nfc_late import LATE, NOT_BOUNDARIES
 
 CHUNK: Final = 256
 """Scalars normalized by one C call at most (its insertion sort costs at most CHUNK**2 / 2 swaps)."""

@@ -1,6 +1,6 @@
 """The public pre-tokenizer: ``split`` / ``split_offsets`` and the ``Peek2Pattern`` they use.
 
-This is the boundary in front of the compiled scanner (``peek2._scan``): it checks
+This is the boundary in front of the compiled scanner (``peek2.pretokenize.scanner``): it checks
 types, resolves a family from a name or pattern string once (cached), and hands
 the scanner the family's category table and digit limit.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final, Union
 
-from peek2 import _scan
-from peek2.families import find_family
+from peek2.pretokenize import scanner
+from peek2.pretokenize.families import find_family
 
 
 class Peek2Pattern:
@@ -38,19 +38,19 @@ class Peek2Pattern:
         """The pieces of ``text``; raises TypeError for non-str, ValueError for a lone surrogate."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
-        return _scan.split_pieces(text, self._stage2, self._rules)
+        return scanner.split_pieces(text, self._stage2, self._rules)
 
     def split_offsets(self, text: str) -> list[tuple[int, int]]:
         """The ``(start, end)`` character offsets of the pieces of ``text``."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
-        return _scan.split_offsets(text, self._stage2, self._rules)
+        return scanner.split_offsets(text, self._stage2, self._rules)
 
     def split_ends(self, text: str) -> list[int]:
         """The end offset of each piece (the compact form: starts are the previous ends)."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
-        return _scan.split_ends(text, self._stage2, self._rules)
+        return scanner.split_ends(text, self._stage2, self._rules)
 
     def __repr__(self) -> str:
         return f"Peek2Pattern({self.family!r})"

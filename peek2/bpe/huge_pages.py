@@ -12,11 +12,11 @@ to 2 MB boundaries, so the memory next to it may be backed by huge pages too: at
 resident memory at each end.
 
 Measured (process time of an encode of 300K characters, Llama-3, piece cache emptied first):
-before the merge filter (``peek2._bpe.MergeTable``), in 6 alternating processes a side, best
+before the merge filter (``peek2.bpe.merger.MergeTable``), in 6 alternating processes a side, best
 of 7 each: XNLI -7%, Chinese -9%, 6,000 XNLI sentences -5%, English unchanged. With it, two
 tokenizers in one process alternated 20 times (median of the paired ratios): XNLI, sentences
 and English -2 to -3%, Chinese -1%. Loading takes ~60 ms more (collapsing 16-20 MB for Llama-3).
-The ids' shared int objects (``peek2._bpe.shared_ints``) gained nothing and are left alone.
+The ids' shared int objects (``peek2.bpe.merger.shared_ints``) gained nothing and are left alone.
 
 Nothing happens off Linux, where the kernel refuses (transparent huge pages set to "never",
 an older kernel: then only the advice is given), without ``ctypes``, or when the environment

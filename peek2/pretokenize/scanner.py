@@ -4,7 +4,7 @@ Compiled with mypyc; keep to primitive types (``str``, ``bytes``, ``i64``), dire
 calls and ``Final`` constants; see "Performance notes" below.
 
 How it works (the Peek2 paper, ../shared/seeds/004_*): every scalar has a
-category (``peek2/_tables.py`` gives its class; a family maps classes to
+category (``peek2/pretokenize/tables.py`` gives its class; a family maps classes to
 categories through its own ``stage2`` table). The categories of the next two
 scalars pick one of five branches, each mirroring the regex alternatives:
 
@@ -43,10 +43,10 @@ from typing import Final
 
 from mypy_extensions import i64
 
-from peek2._tables import MASK, SHIFT, STAGE1
+from peek2.pretokenize.tables import MASK, SHIFT, STAGE1
 
-# Categories: what the scanner sees. A family maps every class of peek2/_tables.py to one
-# of these (peek2/pretokenizer.py), so that each shape reads only the distinctions its
+# Categories: what the scanner sees. A family maps every class of peek2/pretokenize/tables.py to one
+# of these (peek2/pretokenize/pattern.py), so that each shape reads only the distinctions its
 # pattern makes. The first nine are the classes of the same number.
 CAT_OTHER: Final = 0  # anything no other category of the family claims
 CAT_LETTER: Final = 1  # llama3/qwen: \p{L}; cased: \p{Lm}\p{Lo} (both case sets); deepseek: non-ASCII \p{L}
@@ -66,7 +66,7 @@ CAT_END: Final = 14  # past the end of the text (or, for deepseek, of the pre-sp
 CAT_STRIDE: Final = 15
 CJK_FLAG: Final = 16  # deepseek: added to the category of a scalar of its pre-split CJK ranges
 
-# A family's rules, one integer (see peek2.families.Family.rules): the digit limit in the low
+# A family's rules, one integer (see peek2.pretokenize.families.Family.rules): the digit limit in the low
 # bits, the shape above it, and two switches of the cased shape.
 RULE_DIGITS: Final = 0xF
 SHAPE_SHIFT: Final = 4
@@ -625,7 +625,7 @@ def forced_boundary(before: i64, after: i64, rules: i64) -> bool:
 def final_boundary(text: str, stage2: bytes, rules: i64, window: i64) -> i64:
     """The last ``c`` among the final ``window`` characters where a piece ends whatever follows.
 
-    Rule 1 of ``peek2.streaming`` (see its notes): the categories of ``text[c - 1]`` and
+    Rule 1 of ``peek2.serving.streaming`` (see its notes): the categories of ``text[c - 1]`` and
     ``text[c]`` alone force a boundary at ``c`` (``forced_boundary``: for the classic shape a
     letter then a non-letter, a number then a non-number (or any two numbers when pieces take
     one), a non-whitespace character then a whitespace other than CR/LF). Returns 0 if there

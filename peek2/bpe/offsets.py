@@ -10,7 +10,7 @@ Performance notes (the 1 MB corpora of scripts/corpora.py, ``python scripts/benc
 medians of 5, the other core busy): the interpreted path (a span tuple per character of the text,
 then per piece the merger's ids and a character per byte) ran at 0.6-1.9x tokenizers' ``encode``;
 the compiled encode of the whole segment and this walk run at 8.0-11.3x (Llama-3.2) and 3.5-10.3x
-(Qwen3, whose XNLI text NFC changes here and there: ``peek2.nfc.nfc_aligned`` aligns only the
+(Qwen3, whose XNLI text NFC changes here and there: ``peek2.normalize.nfc.nfc_aligned`` aligns only the
 blocks that change), about half the speed of ``encode`` without offsets: the rest is the tuples.
 """
 

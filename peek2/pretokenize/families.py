@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from peek2 import _scan
-from peek2._tables import (
+from peek2.pretokenize import scanner
+from peek2.pretokenize.tables import (
     CLASS_APOSTROPHE,
     CLASS_ASCII_LOWER,
     CLASS_ASCII_PUNCT,
@@ -114,11 +114,11 @@ class UnsupportedPatternError(ValueError):
 # How each shape sees the table's classes (index: class id, value: category).
 _SYMBOLS: Final = (CLASS_OTHER, CLASS_ASCII_PUNCT, CLASS_CJK_PUNCT, CLASS_CONTROL, CLASS_CJK_UNASSIGNED)
 _FIXED: Final = {
-    CLASS_NUMBER: _scan.CAT_NUMBER,
-    CLASS_WHITESPACE: _scan.CAT_WHITESPACE,
-    CLASS_SPACE: _scan.CAT_SPACE,
-    CLASS_NEWLINE: _scan.CAT_NEWLINE,
-    CLASS_SURROGATE: _scan.CAT_SURROGATE,
+    CLASS_NUMBER: scanner.CAT_NUMBER,
+    CLASS_WHITESPACE: scanner.CAT_WHITESPACE,
+    CLASS_SPACE: scanner.CAT_SPACE,
+    CLASS_NEWLINE: scanner.CAT_NEWLINE,
+    CLASS_SURROGATE: scanner.CAT_SURROGATE,
 }
 
 
@@ -127,35 +127,35 @@ def _categories(shape: int, marks_are_letters: bool) -> bytes:
     table = bytearray(CLASS_COUNT)
     for cls, cat in _FIXED.items():
         table[cls] = cat
-    table[CLASS_APOSTROPHE] = _scan.CAT_APOSTROPHE
-    if shape == _scan.SHAPE_CLASSIC or shape == _scan.SHAPE_GPT2:
+    table[CLASS_APOSTROPHE] = scanner.CAT_APOSTROPHE
+    if shape == scanner.SHAPE_CLASSIC or shape == scanner.SHAPE_GPT2:
         for cls in LETTER_CLASSES:
-            table[cls] = _scan.CAT_LETTER
+            table[cls] = scanner.CAT_LETTER
         for cls in MARK_CLASSES:
-            table[cls] = _scan.CAT_LETTER if marks_are_letters else _scan.CAT_OTHER
+            table[cls] = scanner.CAT_LETTER if marks_are_letters else scanner.CAT_OTHER
         for cls in _SYMBOLS:
-            table[cls] = _scan.CAT_OTHER
-    elif shape == _scan.SHAPE_CASED:
+            table[cls] = scanner.CAT_OTHER
+    elif shape == scanner.SHAPE_CASED:
         for cls in (CLASS_LETTER, CLASS_CJK_LETTER):
-            table[cls] = _scan.CAT_LETTER  # Lm, Lo: in both case sets
-        table[CLASS_UPPER] = table[CLASS_ASCII_UPPER] = _scan.CAT_UPPER
-        table[CLASS_LOWER] = table[CLASS_ASCII_LOWER] = _scan.CAT_LOWER
+            table[cls] = scanner.CAT_LETTER  # Lm, Lo: in both case sets
+        table[CLASS_UPPER] = table[CLASS_ASCII_UPPER] = scanner.CAT_UPPER
+        table[CLASS_LOWER] = table[CLASS_ASCII_LOWER] = scanner.CAT_LOWER
         for cls in MARK_CLASSES:
-            table[cls] = _scan.CAT_MARK
+            table[cls] = scanner.CAT_MARK
         for cls in _SYMBOLS:
-            table[cls] = _scan.CAT_OTHER
+            table[cls] = scanner.CAT_OTHER
     else:
         for cls in (CLASS_LETTER, CLASS_UPPER, CLASS_LOWER):
-            table[cls] = _scan.CAT_LETTER
-        table[CLASS_ASCII_UPPER] = table[CLASS_ASCII_LOWER] = _scan.CAT_ASCII_LETTER
-        table[CLASS_MARK] = _scan.CAT_MARK
-        table[CLASS_OTHER] = _scan.CAT_OTHER
-        table[CLASS_ASCII_PUNCT] = table[CLASS_APOSTROPHE] = _scan.CAT_ASCII_PUNCT
-        table[CLASS_CONTROL] = _scan.CAT_CONTROL
-        table[CLASS_CJK_LETTER] = _scan.CAT_LETTER | _scan.CJK_FLAG
-        table[CLASS_CJK_MARK] = _scan.CAT_MARK | _scan.CJK_FLAG
-        table[CLASS_CJK_PUNCT] = _scan.CAT_OTHER | _scan.CJK_FLAG
-        table[CLASS_CJK_UNASSIGNED] = _scan.CAT_CONTROL | _scan.CJK_FLAG
+            table[cls] = scanner.CAT_LETTER
+        table[CLASS_ASCII_UPPER] = table[CLASS_ASCII_LOWER] = scanner.CAT_ASCII_LETTER
+        table[CLASS_MARK] = scanner.CAT_MARK
+        table[CLASS_OTHER] = scanner.CAT_OTHER
+        table[CLASS_ASCII_PUNCT] = table[CLASS_APOSTROPHE] = scanner.CAT_ASCII_PUNCT
+        table[CLASS_CONTROL] = scanner.CAT_CONTROL
+        table[CLASS_CJK_LETTER] = scanner.CAT_LETTER | scanner.CJK_FLAG
+        table[CLASS_CJK_MARK] = scanner.CAT_MARK | scanner.CJK_FLAG
+        table[CLASS_CJK_PUNCT] = scanner.CAT_OTHER | scanner.CJK_FLAG
+        table[CLASS_CJK_UNASSIGNED] = scanner.CAT_CONTROL | scanner.CJK_FLAG
     return bytes(table)
 
 
@@ -170,7 +170,7 @@ class Family:
         self,
         name: str,
         *,
-        shape: int = _scan.SHAPE_CLASSIC,
+        shape: int = scanner.SHAPE_CLASSIC,
         max_digits: int,
         marks_are_letters: bool = False,
         contraction_suffix: bool = False,
@@ -190,10 +190,10 @@ class Family:
         self.marks_are_letters: Final = marks_are_letters
         self.rules: Final[int] = (
             max_digits
-            | (shape << _scan.SHAPE_SHIFT)
-            | (_scan.RULE_CONTRACTION_SUFFIX if contraction_suffix else 0)
-            | (_scan.RULE_SLASH_AFTER_PUNCT if slash_after_punct else 0)
-            | (_scan.RULE_END_SPACES if end_spaces else 0)
+            | (shape << scanner.SHAPE_SHIFT)
+            | (scanner.RULE_CONTRACTION_SUFFIX if contraction_suffix else 0)
+            | (scanner.RULE_SLASH_AFTER_PUNCT if slash_after_punct else 0)
+            | (scanner.RULE_END_SPACES if end_spaces else 0)
         )
         self.stage2: Final[bytes] = STAGE2.translate(_categories(shape, marks_are_letters).ljust(256, b"\0"))
 
@@ -206,13 +206,13 @@ FAMILIES: Final[dict[str, Family]] = {
     "qwen2": Family("qwen2", max_digits=1),
     "qwen3.5": Family("qwen3.5", max_digits=1, marks_are_letters=True),
     "cl100k": Family("cl100k", max_digits=3, end_spaces=True),
-    "o200k": Family("o200k", shape=_scan.SHAPE_CASED, max_digits=3, contraction_suffix=True, slash_after_punct=True),
-    "tekken": Family("tekken", shape=_scan.SHAPE_CASED, max_digits=1, slash_after_punct=True),
-    "deepseek-v3": Family("deepseek-v3", shape=_scan.SHAPE_DEEPSEEK, max_digits=3),
-    "gpt2": Family("gpt2", shape=_scan.SHAPE_GPT2, max_digits=0),  # (0: no limit)
+    "o200k": Family("o200k", shape=scanner.SHAPE_CASED, max_digits=3, contraction_suffix=True, slash_after_punct=True),
+    "tekken": Family("tekken", shape=scanner.SHAPE_CASED, max_digits=1, slash_after_punct=True),
+    "deepseek-v3": Family("deepseek-v3", shape=scanner.SHAPE_DEEPSEEK, max_digits=3),
+    "gpt2": Family("gpt2", shape=scanner.SHAPE_GPT2, max_digits=0),  # (0: no limit)
     # StarCoder2, SmolLM: Sequence[Digits(individual_digits=true), ByteLevel(use_regex=true)], GPT-2's
-    # pattern between digits that are pieces of their own (1: digits apart, _scan._digits_apart_piece_end).
-    "starcoder2": Family("starcoder2", shape=_scan.SHAPE_GPT2, max_digits=1),
+    # pattern between digits that are pieces of their own (1: digits apart, scanner._digits_apart_piece_end).
+    "starcoder2": Family("starcoder2", shape=scanner.SHAPE_GPT2, max_digits=1),
 }
 
 _BY_PATTERN: Final[dict[str, Family]] = {family.pattern: family for family in FAMILIES.values() if family.name in PATTERNS}

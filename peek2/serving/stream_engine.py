@@ -1,6 +1,6 @@
-"""The streaming encoder's engine: what ``peek2.streaming.StreamEncoder`` runs, compiled.
+"""The streaming encoder's engine: what ``peek2.serving.streaming.StreamEncoder`` runs, compiled.
 
-``peek2.streaming`` holds the public classes and the rules (when a piece is final, the memory
+``peek2.serving.streaming`` holds the public classes and the rules (when a piece is final, the memory
 bound); this module applies them. Compiled with mypyc because a chunk of 1 KB encodes in about
 25 us and the interpreted bookkeeping around it (UTF-8 decoding, the boundary search, four
 method calls) cost 2-3 us of it.
@@ -42,7 +42,7 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   ms per MB), 3 are the ids appended to a growing list instead of one made at its size, and
   the engine itself run on the same cuts (no bookkeeping) is 3% slower than on the whole text.
 - Rule 3 (a growing piece, ``_interior_cut``): its probes run once per run (``run_kind``
-  remembers the run they cleared), and ``peek2._growing_piece`` remembers the first token of
+  remembers the run they cleared), and ``peek2.bpe.growing_piece`` remembers the first token of
   the bytes it merges, which repeat from cut to cut in a run of one character. Streaming 1M
   characters in 1 KB chunks (Llama-3.1, CPU time, best of 3): spaces 715 -> 269 ms with that
   memo (one-shot encode 292 ms, tokenizers 559 ms), "=" 233 ms (281, 506), CJK 307 ms (595,
@@ -55,17 +55,19 @@ from __future__ import annotations
 
 import weakref
 from codecs import utf_8_decode
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 from mypy_extensions import i64
 
-from peek2._bpe import BytePairEncoder
-from peek2._growing_piece import GrowingPiece
-from peek2._scan import category, final_boundary, first_surrogate, piece_end, surrogate_error
-from peek2.added_tokens import WHITESPACE, AddedTokenMatcher
-from peek2.added_tokens import is_word_char as _is_word_char
-from peek2.tokenizer import Tokenizer
+from peek2.bpe.merger import BytePairEncoder
+from peek2.bpe.growing_piece import GrowingPiece
+from peek2.pretokenize.scanner import category, final_boundary, first_surrogate, piece_end, surrogate_error
+from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
+from peek2.normalize.added_tokens import is_word_char as _is_word_char
+
+if TYPE_CHECKING:  # (the Tokenizer reaches this module, never the other way round at import)
+    from peek2.tokenizer import Tokenizer
 
 _UTF8_DECODE: Final = utf_8_decode  # (a Final is a C static: no lookup in the module's dict per chunk)
 
@@ -82,7 +84,7 @@ StreamState = tuple[str, str, bool, int, bool, int, int, bool]
 
 INTERIOR_MIN_TOKENS: Final = 16
 """A piece longer than this many of the longest token's bytes (in characters) is searched for a
-prefix whose ids are final (rule 3, ``peek2._growing_piece``); then again when it has grown by as
+prefix whose ids are final (rule 3, ``peek2.bpe.growing_piece``); then again when it has grown by as
 much, or doubled after a failed search."""
 
 # What may follow a growing piece, as far as the scanner can tell: one scalar of each category
@@ -138,7 +140,7 @@ class StreamPlan:
         self.nfc: Final[bool] = tok.spec.normalizer == "NFC"
         tokens = list(self.matcher.by_content.values())
         contents = [t.content for t in tokens if t.content]
-        # Every non-empty prefix of every token, the whole token included (see peek2.streaming).
+        # Every non-empty prefix of every token, the whole token included (see peek2.serving.streaming).
         self.prefixes: Final[frozenset[str]] = frozenset(c[:k] for c in contents for k in range(1, len(c) + 1))
         self.first_chars: Final[frozenset[str]] = frozenset(c[0] for c in contents)
         self.first_text: Final[str] = "".join(sorted(self.first_chars))  # searched per chunk (one "<" for Llama-3 and Qwen)
@@ -149,7 +151,7 @@ class StreamPlan:
         self.single_first: Final[frozenset[str]] = frozenset(t.content[0] for t in tokens if t.single_word and t.content)
         self.needles: Final[tuple[str, ...]] = tuple(self.matcher.needles)
         spec = tok.spec
-        # Rule 3 (peek2._growing_piece): only where every piece is merged from its bytes by rank,
+        # Rule 3 (peek2.bpe.growing_piece): only where every piece is merged from its bytes by rank,
         # and made on first need (its vocabulary of bytes and probes cost a few ms).
         self.growing: GrowingPiece | None = None
         self.probes: list[str] = []
@@ -361,7 +363,7 @@ class StreamEngine:
             if self.add_special:
                 out += self.tok._prefix_ids
 
-    # The state the prompt cache keeps at a checkpoint (peek2.incremental).
+    # The state the prompt cache keeps at a checkpoint (peek2.serving.incremental).
     def snapshot(self) -> StreamState:
         if self.fed_bytes:
             raise ValueError("a checkpoint of an encoder fed bytes is not supported")
@@ -476,7 +478,7 @@ class StreamEngine:
         The pending text must be one piece so far whatever comes next (every probe), ending in a
         run of one category that the cut falls in (the scanner reads such a run in one loop, so
         its length does not matter to where pieces end), and the scanner started at the cut must
-        find the same piece end (every probe). Then ``peek2._growing_piece`` finds the cut.
+        find the same piece end (every probe). Then ``peek2.bpe.growing_piece`` finds the cut.
         """
         plan = self.plan
         text = self.text
@@ -548,7 +550,7 @@ class StreamEngine:
         return out
 
     def _raw_limit(self, raw: str, segments: list[tuple[str, int]]) -> int:
-        """How much of ``raw`` later text cannot change (see peek2.streaming)."""
+        """How much of ``raw`` later text cannot change (see peek2.serving.streaming)."""
         plan = self.plan
         n = len(raw)
         limit = n

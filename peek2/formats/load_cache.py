@@ -22,7 +22,7 @@ path.
 
 Performance notes (Llama-3.2's tokenizer.json, 9 MB, ``python scripts/bench_load.py --runs 3``):
 parsing and building took 1.20 s (tokenizers 0.33 s), 0.66 s once the alphabet conversions were
-compiled (``peek2._byte_level``); from the cache 0.18-0.20 s (hash 5 ms, unpickling, the merge
+compiled (``peek2.bpe.vocab``); from the cache 0.18-0.20 s (hash 5 ms, unpickling, the merge
 table and the engine).
 """
 
@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from peek2.spec import TokenizerSpec
-from peek2.tokenizer import EngineTables, engine_tables
+from peek2.bpe.engine_tables import EngineTables, engine_tables
 
 FORMAT = 1
 """Raised when what an entry holds changes shape."""
@@ -48,10 +48,11 @@ FORMAT = 1
 _BUILDERS = (
     "peek2.spec",
     "peek2.tokenizer",
-    "peek2.whole_chars",
-    "peek2._bpe",
-    "peek2._byte_level",
-    "peek2.families",
+    "peek2.bpe.engine_tables",
+    "peek2.bpe.whole_chars",
+    "peek2.bpe.merger",
+    "peek2.bpe.vocab",
+    "peek2.pretokenize.families",
     "peek2.formats.hf_json",
     "peek2.formats.byte_level",
     "peek2.formats.tiktoken_file",

@@ -22,7 +22,7 @@ against 3.29 MB/s: each ``tokenizers.Token`` costs about 0.2 us to make, and mor
 convert), and it gives every token of a text the same word index (``Encoding.word_ids``
 differ), ``pre_tokenize_str`` returns the text unsplit, and ``train_from_iterator`` learns
 from whole texts instead of pieces. The split route is faithful everywhere, so ``Peek2()``
-splits. Its cost is one ``NormalizedString`` per piece: ``peek2._plugin_cuts`` makes them with
+splits. Its cost is one ``NormalizedString`` per piece: ``peek2.plugin.cuts`` makes them with
 as few crossings as it can (native ``split`` on a space, then on the characters beside the
 remaining cuts; ``slice`` only where no character can cut, and in halves for long texts, which
 keeps it linear). Making and converting those objects still costs more than the regex they
@@ -45,11 +45,11 @@ import os
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
-from peek2._plugin_cuts import CHUNK_CHARS as CHUNK_CHARS
-from peek2._plugin_cuts import cut_pieces
-from peek2.families import FAMILIES
+from peek2.plugin.cuts import CHUNK_CHARS as CHUNK_CHARS
+from peek2.plugin.cuts import cut_pieces
+from peek2.pretokenize.families import FAMILIES
 from peek2.formats import hf_json
-from peek2.pretokenizer import PatternLike, resolve
+from peek2.pretokenize.pattern import PatternLike, resolve
 
 if TYPE_CHECKING:  # tokenizers is needed only when the plugin is used
     from tokenizers import NormalizedString, PreTokenizedString, Tokenizer

@@ -2,7 +2,7 @@
 
 Byte-level BPE starts a piece from its bytes, so most merges of a non-Latin piece only rebuild
 its characters: in 1 MB of Chinese, 88% of the merges join the three bytes of a character
-before any merge between characters happens. ``peek2._bpe._merge_text`` starts such a
+before any merge between characters happens. ``peek2.bpe.merger._merge_text`` starts such a
 piece from the characters' tokens instead, when that cannot change the ids. It cannot when,
 for a character ``c`` whose bytes byte-level BPE alone merges into one token ``t`` with merges
 of ranks up to ``R``:
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from peek2._bpe import (
+from peek2.bpe.merger import (
     ID_BITS,
     ID_MASK,
     NO_MERGE,

@@ -44,7 +44,7 @@ When is a piece final? The text is held in two buffers:
      times the longest token's bytes, and again after as much more, or after it has doubled
      following a failed try): the pending text is one piece for every probe (one scalar of each
      category after it), ends in a run of one category, and the scanner started inside that run
-     ends the piece where it does from the start. ``peek2._growing_piece`` then finds a boundary
+     ends the piece where it does from the start. ``peek2.bpe.growing_piece`` then finds a boundary
      of the piece's tokens that no continuation moves (an exact test: see there), the ids before
      it are sent, and the rest is kept as a piece that goes on (merged from its bytes when it
      ends, never looked up whole).
@@ -77,7 +77,7 @@ import codecs
 import operator
 from typing import TYPE_CHECKING, Iterable, SupportsIndex, Union
 
-from peek2._stream import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
+from peek2.serving.stream_engine import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -95,7 +95,7 @@ class StreamEncoder:
 
     Made by ``Tokenizer.stream_encoder``; one object per text. The ids of all calls, in order,
     equal ``tok.encode(whole_text, add_special_tokens, split_special_tokens=...)``. The work is
-    done by a compiled ``peek2._stream.StreamEngine``; this class is its typed interface.
+    done by a compiled ``peek2.serving.stream_engine.StreamEngine``; this class is its typed interface.
 
     >>> enc = tok.stream_encoder()                               # doctest: +SKIP
     >>> ids = []
@@ -144,7 +144,7 @@ class StreamEncoder:
         """
         return self._stream.finish(out)
 
-    # The state the prompt cache keeps at a checkpoint (peek2.incremental).
+    # The state the prompt cache keeps at a checkpoint (peek2.serving.incremental).
     def _snapshot(self) -> StreamState:
         return self._stream.snapshot()
 

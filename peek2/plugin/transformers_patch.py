@@ -32,8 +32,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from peek2.families import UnsupportedPatternError
-from peek2.plugin import patch, patched_family
+from peek2.pretokenize.families import UnsupportedPatternError
+from peek2.plugin.pre_tokenizer import patch, patched_family
 from peek2.spec import TokenizerFormatError
 from peek2.tokenizer import Tokenizer
 

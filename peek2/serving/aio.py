@@ -1,7 +1,7 @@
 """asyncio: encode and decode without holding the event loop, and stop when cancelled.
 
 The work runs on the event loop itself, cut into slices: the text goes through a streaming
-encoder (``peek2.streaming``) ``chunk_chars`` characters at a time, with an
+encoder (``peek2.serving.streaming``) ``chunk_chars`` characters at a time, with an
 ``await asyncio.sleep(0)`` between slices. Other tasks run between slices, and a cancelled
 task stops at the next one: no thread keeps encoding a text nobody waits for (HuggingFace
 tokenizers' ``async_encode`` runs to completion on a worker thread even when cancelled).
@@ -23,7 +23,7 @@ The bound on a stall is the time to encode one slice, plus the pending text the 
 final. One enormous piece (a run of one character, megabytes without a piece boundary) has ids
 that depend on all of it, so it cannot be sliced: ``await tok.async_encode("=" * 5_000_000)``
 held the loop 1.8-3.0 s in one slice. When a text's pending piece passes ``OFFLOAD_CHARS``, the
-whole encode moves to a new process (``python -m peek2._encode_worker``: it loads the tokenizer
+whole encode moves to a new process (``python -m peek2.serving.encode_worker``: it loads the tokenizer
 from its pickle, about a second, and imports nothing of the caller's program, unlike
 multiprocessing's spawn): the loop only moves the text and the ids through pipes and unpickles
 the ids (a few ms: such a piece has few ids). Cancelling the task kills that process. A tokenizer
@@ -38,8 +38,8 @@ import pickle
 import sys
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from peek2._scan import surrogate_error
-from peek2.streaming import StreamDecoder, StreamEncoder
+from peek2.pretokenize.scanner import surrogate_error
+from peek2.serving.streaming import StreamDecoder, StreamEncoder
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -95,7 +95,7 @@ def _picklable(tok: Tokenizer) -> bool:
 
 
 async def _encode_in_worker(tok: Tokenizer, text: str, add_special_tokens: bool, split_special_tokens: bool) -> list[int]:
-    """``tok.encode(text, ...)`` in a new process (``peek2._encode_worker``), the loop free meanwhile."""
+    """``tok.encode(text, ...)`` in a new process (``peek2.serving.encode_worker``), the loop free meanwhile."""
     import peek2
 
     request = pickle.dumps((tok, text, add_special_tokens, split_special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
@@ -105,7 +105,7 @@ async def _encode_in_worker(tok: Tokenizer, text: str, add_special_tokens: bool,
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "peek2._encode_worker",
+        "peek2.serving.encode_worker",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

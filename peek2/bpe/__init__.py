@@ -1,0 +1,13 @@
+"""The byte-pair merger and the tables it runs on.
+
+- ``merger.py``: ``BytePairEncoder``, the compiled engine (scanner, piece cache, merges);
+- ``vocab.py``: vocabulary and merges read into bytes, and the pair table of the merges (compiled);
+- ``engine_tables.py``: everything the engine builds from a ``TokenizerSpec``, as plain data
+  (kept on disk by ``peek2.formats.load_cache``);
+- ``whole_chars.py``: tokens that are whole UTF-8 characters, for pieces the merger can skip;
+- ``growing_piece.py``: which ids of a growing piece are final (streaming's rule 3);
+- ``offsets.py`` and ``decode.py``: ids back to character spans and to bytes (compiled);
+- ``huge_pages.py``: asks the kernel for huge pages under the large tables.
+
+Nothing here imports the ``Tokenizer``, the loaders' file readers or the serving modules.
+"""

@@ -1,0 +1,69 @@
+"""Everything the merger builds from a ``TokenizerSpec``, as plain data: ``EngineTables``.
+
+``peek2.formats.load_cache`` keeps these on disk, so that a second load of the same file skips
+building them; ``peek2.tokenizer.Tokenizer`` builds its ``BytePairEncoder`` from them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable
+from peek2.bpe.vocab import pair_table
+from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
+from peek2.spec import TokenizerFormatError, TokenizerSpec
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _byte_ids(spec: TokenizerSpec) -> list[int]:
+    ids = []
+    for byte in range(256):
+        token_id = spec.vocab.get(bytes([byte]))
+        if token_id is None and spec.byte_fallback:
+            token_id = spec.vocab.get(f"<0x{byte:02X}>".encode())
+        if token_id is None and spec.unk_token is not None:
+            token_id = spec.vocab.get(spec.unk_token.encode("utf-8"))
+        if token_id is None:
+            raise TokenizerFormatError(
+                f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X} and no byte_fallback or unk_token"
+            )
+        ids.append(token_id)
+    return ids
+
+
+class EngineTables(NamedTuple):
+    """What the engine builds from a spec, as plain data (``peek2.formats.load_cache`` keeps it on disk):
+    the token of each byte, the merges as pair keys and values (``MergeTable``), the arguments of
+    ``WholeChars``, the UTF-8 tokens by text; ``merge_table`` is the table itself when just built
+    (never stored)."""
+
+    byte_ids: list[int]
+    pair_keys: list[int]
+    pair_values: list[int]
+    whole_chars: WholeCharsLists
+    text_vocab: dict[str, int]
+    merge_table: MergeTable | None = None
+
+
+def engine_tables(spec: TokenizerSpec) -> EngineTables:
+    """The engine's tables of ``spec`` (errors name the merge that uses tokens not in the vocabulary)."""
+    vocab = spec.vocab
+    pairs = pair_table(spec.merges, vocab, ID_BITS, PAIR_STRIDE)  # (compiled; None: name the merge below)
+    for rank, (left, right) in enumerate(spec.merges if pairs is None else ()):
+        left_id, right_id, merged_id = vocab.get(left), vocab.get(right), vocab.get(left + right)
+        if left_id is None or right_id is None or merged_id is None:
+            missing = [t for t, i in ((left, left_id), (right, right_id), (left + right, merged_id)) if i is None]
+            raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
+    assert pairs is not None  # (pair_table gives None only where a merge is missing a token)
+    pair_keys, pair_values = pairs
+    merges = MergeTable(pair_keys, pair_values)
+    byte_ids = _byte_ids(spec)
+    text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}
+    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, merges)
