@@ -154,6 +154,31 @@ def test_session_growing_one_piece_is_linear(data_dir: Path, unit: str) -> None:
         assert large / small < 6, f"{name} {unit!r}: 4x the appends took {large / small:.1f}x the time"
 
 
+@pytest.mark.parametrize("name", ["llama3.1", "qwen3", "gpt4o"])
+def test_session_of_a_newline_then_growing_spaces_is_linear(data_dir: Path, name: str) -> None:
+    """Issue 23, item 2's last case: "\n" then a growing run of spaces stays pending (a later newline
+    makes it all one piece), and each append re-encoded the run: 4x the appends took 16x the time.
+    finish() now reuses the run's final prefix (``StreamEngine._finish_run``)."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / name / "tokenizer.json")
+    spaces = " " * 1000
+    for parts in (
+        ["x\n"] + [spaces] * 12 + ["!"],
+        ["x\n"] + [spaces] * 6 + ["\n"] + [spaces] * 6 + ["y"],  # a newline joins all of it into one piece
+        ["\n"] + [spaces] * 5 + [" " * 7] * 300 + ["\t", spaces, spaces + "z"],
+        ["\t\n"] + ["=" * 1000] * 8 + [spaces] * 8 + ["\n\n", spaces * 3],
+    ):
+        session = tok.prompt_session(add_special_tokens=False)
+        text = ""
+        for k, part in enumerate(parts):
+            session.append(part)
+            text += part
+            if k % 3 == 0 or k == len(parts) - 1:
+                assert session.ids == tok.encode(text, False), (name, k, ascii(part[:10]))
+    small = cpu_seconds(lambda: session_ids(tok, ["\n"] + [spaces] * 38))
+    large = cpu_seconds(lambda: session_ids(tok, ["\n"] + [spaces] * 152))
+    assert large / small < 6, f"{name}: 4x the appends took {large / small:.1f}x the time"
+
+
 def test_rule_three_keeps_its_promise_on_random_runs(data_dir: Path) -> None:
     """Random runs over small alphabets of one category (where merges interact the most), cut at
     random, against the whole encode."""
