@@ -1,13 +1,15 @@
 """``peek2 tokenize --engine ray``: read and tokenize on a Ray cluster, write here.
 
-Ray Data reads the inputs (uncompressed JSONL in byte ranges of ``RANGE_BYTES`` cut after a
-newline, one read step each; ``read_json`` for compressed JSONL; ``read_parquet``), ``peek2.ray.TokenizeBatches``
-actors tokenize, and this process writes the rows it gets back, in input order
+Uncompressed JSONL is cut into byte ranges of ``RANGE_BYTES`` ending after a newline, and each
+``TokenizeRanges`` actor reads the ranges it gets and tokenizes them (``peek2.ray.TokenizeBatches``):
+the text never travels through Ray's object store, only the ids come back. Compressed JSONL
+(``read_json``) and Parquet (``read_parquet``) are read by Ray Data's read tasks, then tokenized by
+``TokenizeBatches`` actors. This process writes the rows it gets back, in input order
 (``preserve_order``), with the local engine's writers: the files are the same as the local
-engine's. Resources: the actors share the cluster's CPUs less ``READ_CPUS``
-shared among the actors) and read tasks a quarter CPU each, so that reading always finds its CPU; with actors of one CPU each
-on every CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs.
-Resume and ``skip_bad`` are the local engine's alone (the reads are Ray's).
+engine's. Resources: where Ray reads, its read tasks ask ``READ_CPUS`` (a quarter CPU) and the
+actors share the rest, so that reading always finds its CPU; with actors of one CPU each on every
+CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs. Resume and
+``skip_bad`` are the local engine's alone (the reads are Ray's).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from peek2.corpus.writers import Writer
 
 READ_CPUS = 0.25
 RANGE_BYTES = 16 << 20
-"""The size of the byte ranges an uncompressed JSONL input is read in, one read step each: on 1 GB
-with a local Ray of 2 CPUs, 64 MB ranges took 36.6 s, 16 MB 34.3 s, one read_json task 40.8 s
-(``python scripts/bench_corpus.py --only ray``)."""
+"""The size of the byte ranges an uncompressed JSONL input is cut into: on 1 GB with a local Ray of
+2 CPUs, read by read tasks, 64 MB ranges took 36.6 s, 16 MB 34.3 s, one read_json task 40.8 s
+(``python scripts/bench_corpus.py --only ray``); read by the actors themselves, 16 MB: 34.1 s,
+peak RSS 2.82 GB instead of 4.34 GB."""
 
 
 def ray_batches(
@@ -59,25 +62,27 @@ def ray_batches(
             dataset = ray.data.read_json(paths, file_extensions=None, num_cpus=READ_CPUS, parse_options=parse)
             inputs = None
         else:
-            # Uncompressed files are read in byte ranges cut after a newline, one read step each,
-            # in order: batches reach the actors while the rest is read (read_json reads a file
-            # in one task before its first row goes on), and a cluster's nodes share a large file.
+            # Uncompressed files are cut into byte ranges after a newline: the actors read them
+            # (TokenizeRanges), so that the text is not sent through the object store, the first
+            # batches are tokenized while the rest is read, and a cluster's nodes share a large file.
             ranges = [{"path": p, "start": a, "end": b} for p in paths for a, b in line_ranges(p, RANGE_BYTES)]
             inputs = max(1, len(ranges))
-            dataset = ray.data.from_items(ranges, override_num_blocks=inputs).map_batches(
-                read_ranges, fn_kwargs={"text_key": options.text_key}, batch_size=1, num_cpus=READ_CPUS, batch_format="pyarrow"
-            )
+            dataset = ray.data.from_items(ranges, override_num_blocks=inputs)
+            callable_class: Any = TokenizeRanges
+            reads = False
     else:
         dataset = ray.data.read_parquet(paths, columns=[options.text_key], file_extensions=None, num_cpus=READ_CPUS)
         inputs = None
+    if inputs is None:
+        from peek2.ray import TokenizeBatches
+
+        callable_class, reads = TokenizeBatches, True
     cpus = float(ray.cluster_resources().get("CPU", 1))
     count = actors or max(1, int(cpus))
     if inputs is not None:
         count = min(count, inputs)  # (an actor with no range to tokenize would idle, and Ray warns)
-    from peek2.ray import TokenizeBatches
-
     tokenized = dataset.map_batches(
-        TokenizeBatches,
+        callable_class,
         fn_constructor_kwargs={
             "tokenizer": tokenizer_source,
             "text_key": options.text_key,
@@ -87,9 +92,9 @@ def ray_batches(
             "keep_columns": False,
         },
         compute=ray.data.ActorPoolStrategy(size=count),
-        num_cpus=max(0.05, (cpus - READ_CPUS) / count),
+        num_cpus=max(0.05, (cpus - (READ_CPUS if reads else 0.0)) / count),
         batch_format="pyarrow",
-        batch_size=4096,
+        batch_size=4096 if reads else 1,  # (a range a call: its lines are the batch)
     )
     return tokenized.iter_batches(batch_format="pyarrow", batch_size=None), count
 
@@ -118,6 +123,19 @@ def line_ranges(path: str, size: int) -> list[tuple[int, int]]:
             ranges.append((start, end))
             start = end
     return ranges
+
+
+class TokenizeRanges:
+    """A Ray actor that reads byte ranges of JSONL files (rows of ``path``, ``start``, ``end``) and
+    returns their ids, as ``peek2.ray.TokenizeBatches`` (same arguments) does for text rows."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        from peek2.ray import TokenizeBatches
+
+        self.tokenize = TokenizeBatches(**kwargs)
+
+    def __call__(self, batch: Any) -> Any:
+        return self.tokenize(read_ranges(batch, self.tokenize.text_key))
 
 
 def read_ranges(batch: Any, text_key: str) -> Any:
