@@ -1,9 +1,12 @@
-"""The merge table and the filters (peek2.bpe.merger): every merge and token found, non-merges refused; huge pages change nothing.
+"""The merge table and the filters (peek2.bpe.merger): every merge that can apply found, non-merges
+refused; the pairs left out change no id; huge pages change nothing.
 
 The filter answers "no merge" for most pairs without reading the merge table, so a pair it
-wrongly refused would silently change ids. Here every merge of the real vocabularies is looked
-up through ``_pair_value`` (filter, pair cache, table), and random pairs are checked against
-the vocabulary's own merge list.
+wrongly refused would silently change ids. Here every merge of the real vocabularies that can
+apply (computed here, independently of ``final_pairs``) is looked up through ``_pair_value``
+(filter, pair cache, table), and random pairs are checked against it. The pairs the table leaves
+out are checked to change nothing against tokenizers, on vocabularies built to have many
+(every split of each token listed, ranks shuffled).
 """
 
 from __future__ import annotations
@@ -12,15 +15,17 @@ import os
 import random
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2.bpe import merger
-from peek2.bpe import huge_pages
+from tokenizers import Tokenizer as Reference
+from peek2.bpe import huge_pages, merger
 from peek2.tokenizer import Tokenizer
+from tests.vocabularies import byte_level_file
 
 MODELS = ["llama3.1", "qwen2"]
 
@@ -30,13 +35,43 @@ def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
     return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
 
 
+def last_merge(token: bytes, ranks: dict[tuple[bytes, bytes], int]) -> tuple[bytes, bytes] | None:
+    """The pair whose merge makes ``token`` when its bytes are merged alone, lowest rank then
+    leftmost first (None if they do not end as ``token``)."""
+    parts = [token[k : k + 1] for k in range(len(token))]
+    last = None
+    while len(parts) > 1:
+        found = [(ranks[pair], k) for k, pair in enumerate(zip(parts, parts[1:])) if pair in ranks]
+        if not found:
+            return None
+        _, k = min(found)
+        last = (parts[k], parts[k + 1])
+        parts[k : k + 2] = [parts[k] + parts[k + 1]]
+    return last
+
+
 def expected_merges(tok: Tokenizer) -> dict[int, int]:
-    """Pair key -> merge value, from the spec's merge list (a later duplicate wins, as in the reference)."""
+    """Pair key -> merge value, from the spec's merge list (a later duplicate wins, as in the
+    reference), of the pairs that can apply: a token made by several pairs keeps the last merge of
+    its own bytes (see ``peek2.bpe.merger.final_pairs`` for why the others never apply)."""
     vocab = tok.spec.vocab
+    ranks = {pair: rank for rank, pair in enumerate(tok.spec.merges)}
+    makers = Counter(left + right for left, right in ranks)
     return {
         vocab[left] * merger.PAIR_STRIDE + vocab[right]: (rank << merger.ID_BITS) | vocab[left + right]
-        for rank, (left, right) in enumerate(tok.spec.merges)
+        for (left, right), rank in ranks.items()
+        if makers[left + right] == 1 or last_merge(left + right, ranks) == (left, right)
     }
+
+
+def test_only_pairs_that_can_apply_are_kept(tok: Tokenizer) -> None:
+    table = tok._engine.merges
+    expected = expected_merges(tok)
+    assert (table.mask + 1) * 2 == len(table.table)
+    kept = sum(1 for k in range(0, len(table.table), 2) if table.table[k] != 0)
+    assert kept == len(expected)
+    if tok.spec.source.endswith("llama3.1/tokenizer.json"):  # every two-token split of each token
+        assert len(tok.spec.merges) == 280_147 and kept < 130_000
 
 
 def fresh_pair_cache() -> vec[i64]:
@@ -86,6 +121,40 @@ def test_every_token_passes_the_token_filter(model: str, data_dir: Path) -> None
     assert not missing, f"{len(missing)} tokens refused by the filter, first {missing[:5]}"
     # And a piece that is a token comes out as that token.
     assert tok.encode(" Hello", add_special_tokens=False) == [engine.whole_tokens[" Hello"]]
+
+
+def every_split_vocabulary(rng: random.Random) -> tuple[str, int]:
+    """A byte-level tokenizer.json of random substrings of a random text, whose merges list every
+    split of each token into two tokens (as converters of tiktoken files write them), in an order
+    that is only roughly by length; and the number of those merges."""
+    alphabet = "abcd é中"
+    text = "".join(rng.choice(alphabet) for _ in range(300)).encode("utf-8")
+    tokens = {bytes([b]) for b in range(256)}
+    while len(tokens) < 256 + 120:
+        start = rng.randrange(len(text) - 1)
+        tokens.add(text[start : start + rng.randint(2, 7)])
+    merges = []
+    for token in sorted(tokens, key=lambda t: (len(t) + rng.random() * 3, t)):
+        splits = [(token[:k], token[k:]) for k in range(1, len(token)) if token[:k] in tokens and token[k:] in tokens]
+        rng.shuffle(splits)
+        merges.extend(splits)
+    return byte_level_file(sorted(tokens - {bytes([b]) for b in range(256)}, key=lambda t: (len(t), t)), merges), len(merges)
+
+
+def test_pairs_left_out_change_no_id() -> None:
+    rng = random.Random(13)
+    left_out = 0
+    for _ in range(40):
+        json_text, count = every_split_vocabulary(rng)
+        tok, reference = Tokenizer.from_str(json_text), Reference.from_str(json_text)
+        left_out += count - len(expected_merges(tok))
+        assert set(expected_merges(tok).values()) == {
+            tok._engine.merges.table[k + 1] for k in range(0, len(tok._engine.merges.table), 2) if tok._engine.merges.table[k]
+        }
+        for _ in range(40):  # pieces of up to 400 bytes: the short merge and the heap
+            text = "".join(rng.choice("abcd é中") for _ in range(rng.choice((5, 20, 150))))
+            assert tok.encode(text, False) == reference.encode(text, add_special_tokens=False).ids, ascii(text)
+    assert left_out > 400  # (522 of these files' merges never apply)
 
 
 def test_filter_bits_cover_all_64_positions() -> None:

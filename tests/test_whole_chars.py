@@ -18,12 +18,9 @@ from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer as Reference
-from tokenizers import pre_tokenizers
-
-import peek2
 from peek2.bpe import merger
-from peek2.formats.byte_level import to_bytes
 from peek2.tokenizer import Tokenizer
+from tests.vocabularies import byte_level_file
 
 MODELS = ["llama3.1", "qwen2"]
 
@@ -110,9 +107,6 @@ ALPHABET = "中丸乐国圆é\u00e8пра\u0905\u093e ab"  # shared lead and las
 def random_vocabulary(rng: random.Random) -> str:
     """A byte-level BPE tokenizer.json whose merges are picked at random from adjacent symbols of a
     random text (so some join parts of two characters), with some ranks moved out of order."""
-    byte_chars = sorted(pre_tokenizers.ByteLevel.alphabet(), key=lambda c: to_bytes(c) or b"")
-    to_chars = dict(zip(range(256), byte_chars))
-    vocab = {char: k for k, char in enumerate(byte_chars)}
     text = "".join(rng.choice(ALPHABET) for _ in range(400)).encode("utf-8")
     symbols = [bytes([b]) for b in text]
     merges: list[tuple[bytes, bytes]] = []
@@ -135,19 +129,7 @@ def random_vocabulary(rng: random.Random) -> str:
         symbols = joined
     for _ in range(rng.randint(0, 6)):  # out of order: a later merge moved earlier
         merges.insert(rng.randrange(len(merges) + 1), merges.pop(rng.randrange(len(merges))))
-    chars = lambda data: "".join(to_chars[b] for b in data)  # noqa: E731
-    for left, right in merges:
-        vocab.setdefault(chars(left + right), len(vocab))
-    split = {"type": "Split", "pattern": {"Regex": peek2.PATTERNS["llama3"]}, "behavior": "Isolated", "invert": False}
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
-    return json.dumps({
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]}, "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": [[chars(left), chars(right)] for left, right in merges]},
-    })
+    return byte_level_file([], merges)
 
 
 def test_random_vocabularies_match_tokenizers() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable
+from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs
 from peek2.bpe.vocab import pair_table
 from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec
@@ -65,5 +65,10 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
     pair_keys, pair_values = pairs
     merges = MergeTable(pair_keys, pair_values)
     byte_ids = _byte_ids(spec)
+    if len(set(byte_ids)) == 256:  # (final_pairs merges bytes as the engine does)
+        kept_keys, kept_values = final_pairs(merges, pair_keys, pair_values, vocab, byte_ids)
+        if len(kept_keys) < len(pair_keys):
+            pair_keys, pair_values = kept_keys, kept_values
+            merges = MergeTable(pair_keys, pair_values)
     text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}
     return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, merges)
