@@ -22,7 +22,7 @@ from peek2.bpe import merger
 from peek2.tokenizer import Tokenizer
 from tests.vocabularies import byte_level_file
 
-MODELS = ["llama3.1", "qwen2"]
+MODELS = ["llama3.1", "qwen2", "deepseek-v3"]
 
 
 def whole_ids(tok: Tokenizer, piece: str) -> list[int]:
@@ -55,6 +55,19 @@ def straddling_tokens(tok: Tokenizer) -> list[tuple[bytes, int]]:
     return found
 
 
+def starting_with(data: bytes) -> list[str]:
+    """The characters whose UTF-8 starts with ``data`` and is one byte longer."""
+    found = []
+    for last in range(0x80, 0xC0):
+        try:
+            text = (data + bytes([last])).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if len(text) == 1:
+            found.append(text)
+    return found
+
+
 @pytest.fixture(scope="module", params=MODELS)
 def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
     return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
@@ -83,6 +96,9 @@ def test_whole_characters_next_to_straddling_tokens(tok: Tokenizer) -> None:
             rest = token[cut:].decode("utf-8", errors="ignore")
             for char in by_end.get(token[:cut], [])[:400]:
                 pieces.update((char + rest, rng.choice(whole) + char + rest[:1]))
+                # rest may be the start of a character only (DeepSeek-V3's "\x82\xe0\xb0"):
+                # then before the characters it starts
+                pieces.update(char + following for following in starting_with(token[cut:])[:8])
     assert len(pieces) > 20_000
     for piece in sorted(pieces):
         if piece:

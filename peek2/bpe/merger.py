@@ -187,6 +187,8 @@ WHOLE_NOT_AFTER_ASCII: Final = 1 << ID_BITS
 WHOLE_NOT_AFTER_LISTED: Final = 2 << ID_BITS  # ... after a character paired with it in ``before``
 WHOLE_NOT_BEFORE_ASCII: Final = 4 << ID_BITS
 WHOLE_NOT_BEFORE_LISTED: Final = 8 << ID_BITS  # ... before a character paired with it in ``after``
+WHOLE_NOT_BEFORE_BLOCK: Final = 16 << ID_BITS  # ... before a character of a block paired with it in ``after``
+WHOLE_BLOCKS: Final = 0x110000  # ``after`` pairs a character with WHOLE_BLOCKS + (code point >> 6) for a block
 WHOLE_CHARS: Final = 65_536  # WholeChars covers the code points below this (2 and 3 UTF-8 bytes)
 
 
@@ -694,6 +696,8 @@ class WholeChars:
             if entry & WHOLE_NOT_BEFORE_ASCII and following < 128:
                 return False
             if entry & WHOLE_NOT_BEFORE_LISTED and self.after.has(c, following):
+                return False
+            if entry & WHOLE_NOT_BEFORE_BLOCK and self.after.has(c, WHOLE_BLOCKS + (following >> 6)):
                 return False
         return True
 
