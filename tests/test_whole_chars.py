@@ -22,7 +22,7 @@ from peek2.bpe import merger
 from peek2.tokenizer import Tokenizer
 from tests.vocabularies import byte_level_file
 
-MODELS = ["llama3.1", "qwen2", "deepseek-v3"]
+MODELS = ["llama3.1", "qwen2", "deepseek-v3", "gpt4o"]
 
 
 def whole_ids(tok: Tokenizer, piece: str) -> list[int]:
@@ -68,6 +68,13 @@ def starting_with(data: bytes) -> list[str]:
     return found
 
 
+def ending_with(data: bytes) -> list[str]:
+    """Characters of two, three and four bytes whose UTF-8 ends with the one byte ``data``."""
+    if len(data) != 1 or not 0x80 <= data[0] < 0xC0:
+        return []
+    return [chr(base | (data[0] & 63)) for base in (0xC0, 0x3C0, 0x4E00, 0xE00, 0x1F600)]
+
+
 @pytest.fixture(scope="module", params=MODELS)
 def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
     return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
@@ -92,6 +99,9 @@ def test_whole_characters_next_to_straddling_tokens(tok: Tokenizer) -> None:
             rest = token[:cut].decode("utf-8", errors="ignore")
             for char in by_start.get(token[cut:], [])[:400]:
                 pieces.update((rest + char, rest[-1:] + char + rng.choice(whole)))
+                # rest may be the end of a character only (o200k's "\x80\xe0\xb8"): then after
+                # characters that end with it
+                pieces.update(preceding + char for preceding in ending_with(token[:cut]))
         else:  # token = last bytes of a character + rest
             rest = token[cut:].decode("utf-8", errors="ignore")
             for char in by_end.get(token[:cut], [])[:400]:
