@@ -74,7 +74,7 @@ class Writer:
         """The final names of the files this writer makes (llmc: those known so far)."""
         raise NotImplementedError
 
-    def write(self, ids: bytes, lengths: numpy.ndarray) -> None:
+    def write(self, ids: bytes | memoryview, lengths: numpy.ndarray) -> None:
         raise NotImplementedError
 
     def checkpoint(self) -> dict[str, Any]:
@@ -108,7 +108,7 @@ class MegatronWriter(Writer):
     def outputs(self) -> list[str]:
         return [self.name + ".bin", self.name + ".idx"]
 
-    def write(self, ids: bytes, lengths: numpy.ndarray) -> None:
+    def write(self, ids: bytes | memoryview, lengths: numpy.ndarray) -> None:
         self.data.write(ids)
         self.lengths.write(lengths.astype("<i4").tobytes())
         self.documents += len(lengths)
@@ -207,7 +207,7 @@ class LlmcWriter(Writer):
     def outputs(self) -> list[str]:
         return [self.final_shard(k) for k in range(self.shard + (1 if self.count else 0))]
 
-    def write(self, ids: bytes, lengths: numpy.ndarray) -> None:
+    def write(self, ids: bytes | memoryview, lengths: numpy.ndarray) -> None:
         self.documents += len(lengths)
         self.tokens += len(ids) // self.itemsize
         view = memoryview(ids)
@@ -303,7 +303,7 @@ class ParquetWriter(Writer):
     def _part(self, index: int) -> str:
         return os.path.join(self.work, f"parquet_{index:06d}.parquet")
 
-    def write(self, ids: bytes, lengths: numpy.ndarray) -> None:
+    def write(self, ids: bytes | memoryview, lengths: numpy.ndarray) -> None:
         # Rows go out in row groups cut by the ids and rows so far, not by the units: the file
         # is the same whatever the units (local engine, Ray).
         values = numpy.frombuffer(ids, dtype=self.dtype)
