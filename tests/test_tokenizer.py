@@ -131,6 +131,26 @@ def test_compiled_encode_pickles_and_gives_way_to_a_subclass(data_dir: Path) -> 
     assert Mine.from_file(path).encode("Hello") == [7]
 
 
+def test_compiled_encode_ordinary_is_the_method(data_dir: Path) -> None:
+    for name in ("llama3.1", "qwen3", "gpt2"):
+        path = data_dir / "tokenizers" / name / "tokenizer.json"
+        tok = Tokenizer.from_file(path) if path.exists() else Tokenizer.from_gpt2_files(path.parent / "encoder.json", path.parent / "vocab.bpe")
+        assert type(tok.encode_ordinary).__name__ == "OrdinaryEncode"
+        again = pickle.loads(pickle.dumps(tok.encode_ordinary))
+        for text in ("Hello there", "Hi <|eot_id|> there<|im_end|>", "<|eot", "", " x", "e\u0301 caf\u00e9 \u212b", "漢字 かな"):
+            assert again(text) == tok.encode_ordinary(text) == Tokenizer.encode_ordinary(tok, text), (name, text)
+        with pytest.raises(TypeError, match="text must be str"):
+            tok.encode_ordinary(b"bytes")  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            tok.encode_ordinary("a", True)  # type: ignore[call-arg]
+
+    class Mine(Tokenizer):
+        def encode_ordinary(self, text: str) -> list[int]:
+            return [7]
+
+    assert Mine.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").encode_ordinary("Hello") == [7]
+
+
 @pytest.mark.parametrize("bad", [None, 5, b"bytes", ["text"]])
 def test_encode_rejects_non_str(pair: tuple[Tokenizer, Reference], bad: object) -> None:
     ours, _ = pair

@@ -1053,19 +1053,51 @@ class PlainEncode:
                 if self.any_token is None or self.any_token(text) is not None:
                     return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
                 break  # it only starts like an added token: the plain path
-        normal: str = text
-        normalize = self.normalize
-        if normalize is not None and not (self.ascii_is_normal and text.isascii()):
-            normal = normalize(text)
-        if self.prefix_space and normal and normal[0] != " ":
-            normal = " " + normal
-        try:
-            out = self.engine.encode_list(normal, self.prefix if add_special_tokens else _NO_IDS)
-        except ValueError as error:  # a lone surrogate, at its index in the normalized text
-            raise surrogate_error(text, error) from None
+        head = self.prefix if add_special_tokens else _NO_IDS
+        out = _encode_plain(self.engine, text, self.normalize, self.ascii_is_normal, self.prefix_space, head)
         if add_special_tokens and self.suffix:
             out.extend(self.suffix)
         return out
+
+
+class OrdinaryEncode:
+    """``Tokenizer.encode_ordinary`` as a compiled callable (tiktoken's name for the call that
+    matches no special token): every added token's string is text. A ``Tokenizer`` installs one
+    as its instance's ``encode_ordinary``, as it does ``PlainEncode``."""
+
+    def __init__(self, engine: BytePairEncoder, normalize: Any, ascii_is_normal: bool, prefix_space: bool, owner: Any) -> None:
+        self.engine: Final = engine
+        self.normalize: Final = normalize  # None: no normalizer
+        self.ascii_is_normal: Final = ascii_is_normal
+        self.prefix_space: Final = prefix_space
+        self.owner: Final = owner  # the tokenizer (pickled by its source)
+
+    def __reduce__(self) -> tuple[object, tuple[object, str]]:
+        return (getattr, (self.owner, "encode_ordinary"))
+
+    def __call__(self, text: object) -> list[int]:
+        """The ids of ``text`` with every added-token string treated as text and nothing added around it.
+
+        Raises TypeError if ``text`` is not a str, ValueError for a lone surrogate.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return _encode_plain(self.engine, text, self.normalize, self.ascii_is_normal, self.prefix_space, _NO_IDS)
+
+
+def _encode_plain(
+    engine: BytePairEncoder, text: str, normalize: Any, ascii_is_normal: bool, prefix_space: bool, head: list[int]
+) -> list[int]:
+    """``head``, then the ids of ``text`` normalized (and given ByteLevel's prefix space) as one segment."""
+    normal: str = text
+    if normalize is not None and not (ascii_is_normal and text.isascii()):
+        normal = normalize(text)
+    if prefix_space and normal and normal[0] != " ":
+        normal = " " + normal
+    try:
+        return engine.encode_list(normal, head)
+    except ValueError as error:  # a lone surrogate, at its index in the normalized text
+        raise surrogate_error(text, error) from None
 
 
 BLOCK_BITS: Final = 3  # blocks of 8 pair values in _merge_blocks
