@@ -156,6 +156,7 @@ class Tokenizer:
             family.rules,
             cache_size,
             WholeChars(*tables.whole_chars),
+            tables.not_self_merging,
         )
         huge_pages.advise(self._engine.tables())
         self._raw_matcher = AddedTokenMatcher([t for t in self._added if not t.normalized])

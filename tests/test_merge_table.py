@@ -23,6 +23,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from tokenizers import Tokenizer as Reference
+import peek2
 from peek2.bpe import huge_pages, merger
 from peek2.tokenizer import Tokenizer
 from tests.vocabularies import byte_level_file
@@ -155,6 +156,25 @@ def test_pairs_left_out_change_no_id() -> None:
             text = "".join(rng.choice("abcd é中") for _ in range(rng.choice((5, 20, 150))))
             assert tok.encode(text, False) == reference.encode(text, add_special_tokens=False).ids, ascii(text)
     assert left_out > 400  # (522 of these files' merges never apply)
+
+
+def test_pieces_that_are_tokens() -> None:
+    """Without ignore_merges a piece that is a token is looked up only if its bytes merge into
+    that token (all but ``not_self_merging``): the others merge, as tokenizers does."""
+    rng = random.Random(17)
+    not_self = listed = 0
+    for _ in range(30):
+        json_text, _ = every_split_vocabulary(rng)
+        tok, reference = Tokenizer.from_str(json_text), Reference.from_str(json_text)
+        assert tok._engine.token_lookup and not tok._engine.ignore_merges
+        for token in tok._engine.whole_tokens:
+            if peek2.split(token, "llama3") != [token]:
+                continue  # not a piece of its own
+            expected = reference.encode(token, add_special_tokens=False).ids
+            assert tok.encode(token, False) == expected, ascii(token)
+            not_self += len(expected) > 1
+            listed += len(expected) == 1
+    assert not_self > 50 and listed > 1000  # both kinds of token were met as pieces
 
 
 def test_filter_bits_cover_all_64_positions() -> None:

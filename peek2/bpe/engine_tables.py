@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs
+from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs, not_self_merging
 from peek2.bpe.vocab import pair_table
 from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec
@@ -41,14 +41,15 @@ def _byte_ids(spec: TokenizerSpec) -> list[int]:
 class EngineTables(NamedTuple):
     """What the engine builds from a spec, as plain data (``peek2.formats.load_cache`` keeps it on disk):
     the token of each byte, the merges as pair keys and values (``MergeTable``), the arguments of
-    ``WholeChars``, the UTF-8 tokens by text; ``merge_table`` is the table itself when just built
-    (never stored)."""
+    ``WholeChars``, the UTF-8 tokens by text, the tokens a piece may be looked up as without
+    ``ignore_merges``; ``merge_table`` is the table itself when just built (never stored)."""
 
     byte_ids: list[int]
     pair_keys: list[int]
     pair_values: list[int]
     whole_chars: WholeCharsLists
     text_vocab: dict[str, int]
+    not_self_merging: list[int] | None  # tokens a piece is not looked up as (``not_self_merging``; None: no lookup)
     merge_table: MergeTable | None = None
 
 
@@ -71,4 +72,8 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
             pair_keys, pair_values = kept_keys, kept_values
             merges = MergeTable(pair_keys, pair_values)
     text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}
-    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, merges)
+    # Without ignore_merges, a piece that is a token is that token only where its bytes merge into it.
+    unmerged: list[int] | None = [] if spec.ignore_merges else None
+    if not spec.ignore_merges and len(set(byte_ids)) == 256:
+        unmerged = not_self_merging(merges, vocab, byte_ids)
+    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, unmerged, merges)

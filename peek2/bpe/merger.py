@@ -8,12 +8,13 @@ same compilation unit), in order:
    most ``CACHE_MAX_CHARS`` characters; emptied when full), found by a key computed from
    the text in place, so a hit allocates nothing (a short piece's key is the piece itself,
    so most hits compare nothing either);
-2. with ``ignore_merges``, a piece that is a whole vocabulary token is that token;
+2. a piece that is a whole vocabulary token is that token: with ``ignore_merges`` any token,
+   without it a token whose bytes merge into it (all but ``not_self_merging``);
 3. otherwise its UTF-8 bytes (made from the code points in place) start as one symbol each
    (a two- or three-byte character whose token can stand for its bytes starts as that token:
    ``peek2.bpe.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
    lowest merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
-   tiktoken's rule. Pieces below ``HEAP_MIN_BYTES`` find the best pair through minima of
+   tiktoken's rule. Pieces of fewer than ``HEAP_MIN_BYTES`` symbols find the best pair through minima of
    blocks of 8 pairs (O(sqrt n) a merge, branch-free, in reused arrays); long ones use a
    heap over a linked list of symbols (n log n), so one enormous piece (a million times "a")
    stays fast.
@@ -119,6 +120,13 @@ Performance notes (scripts/bench_encode.py, compiled):
 - ``PlainEncode``: ``Tokenizer.encode`` compiled for text without added tokens, installed as
   the instance's ``encode``: 0.30-0.37 -> 0.07 us a call over the engine; 6,000 XNLI sentences
   one by one -10% (paired runs: the interpreted method against it, in one process).
+- Without ``ignore_merges`` a new piece is looked up among the tokens whose bytes merge into
+  themselves (all but ``not_self_merging``; every token of the GPT-4o, Llama-3.2, DeepSeek-V3,
+  Qwen and GPT-2 files): a hit needs
+  no merge. Paired runs as below (the lookup off and on): DeepSeek-V3 English -12.6%, code -4.8%,
+  XNLI -1%, Chinese +1.9% (its pieces are rarely tokens); Qwen3 English -7%, code -7%, Chinese
+  +1.9%; GPT-4o's file English -12.7%, XNLI -6.6%, sentences -7.8%, Chinese +3.6%. A load without
+  the load cache pays 0.07-0.1 s for the list, and every load 40-50 ms to key the 128-200K tokens.
 - Only the pairs that can apply are in the table (``final_pairs``): Llama-3's files list 280K
   merges for 128K tokens, ``converter_merges`` 446K pairs for o200k's 200K; 128K and 200K remain,
   so the table is 4 and 8 MB instead of 8 and 16, and the filter half as full. Encode with the
@@ -301,33 +309,12 @@ def final_pairs(
     for value in pair_values:
         makers[value & ID_MASK] += 1
     final = vec[i64]([-1] * (merges.top_id + 1))  # merged id made by several pairs -> its final pair's key
-    parts = vec[i64]([0] * 64)
+    scratch = MergeAlone()
     for data, token_id in vocab.items():
         if token_id > merges.top_id or makers[token_id] < 2:
             continue
-        count: i64 = len(data)
-        if count > len(parts):
-            parts = vec[i64]([0] * count)
-        for k in range(count):
-            parts[k] = byte_ids[data[k]]
-        last: i64 = -1
-        while count > 1:
-            best: i64 = NO_MERGE
-            at: i64 = -1
-            for k in range(count - 1):
-                value = merges.get(parts[k] * PAIR_STRIDE + parts[k + 1])
-                if value < best:
-                    best = value
-                    at = k
-            if at < 0:
-                break
-            last = parts[at] * PAIR_STRIDE + parts[at + 1]
-            parts[at] = best & ID_MASK
-            for k in range(at + 1, count - 1):
-                parts[k] = parts[k + 1]
-            count -= 1
-        if count == 1 and parts[0] == token_id:
-            final[token_id] = last
+        if _merge_alone(data, byte_ids, merges, scratch) == token_id:
+            final[token_id] = scratch.last
     keys: list[int] = []
     values: list[int] = []
     for k in range(len(pair_keys)):
@@ -338,6 +325,58 @@ def final_pairs(
             keys.append(key)
             values.append(value)
     return keys, values
+
+
+def not_self_merging(merges: MergeTable, vocab: dict[bytes, int], byte_ids: list[int]) -> list[int]:
+    """The tokens whose bytes, merged alone, do not end as that token (none in the files seen so
+    far). A piece that is any other token needs no merging: ``BytePairEncoder``'s whole-token
+    lookup, for vocabularies without ``ignore_merges``, leaves these out."""
+    found: list[int] = []
+    scratch = MergeAlone()
+    for data, token_id in vocab.items():
+        if len(data) > 1 and _merge_alone(data, byte_ids, merges, scratch) != token_id:
+            found.append(token_id)
+    return found
+
+
+class MergeAlone:
+    """Scratch of ``_merge_alone``: its symbols, and the key of the last pair it merged."""
+
+    def __init__(self) -> None:
+        self.parts = vec[i64]([0] * 64)
+        self.last: i64 = -1
+
+
+def _merge_alone(data: bytes, byte_ids: list[int], merges: MergeTable, scratch: MergeAlone) -> i64:
+    """Merge ``data`` alone the plain way (rescanning for the lowest value, leftmost first): the one
+    token it ends as, or -1 if it ends as several; ``scratch.last``: the last pair merged. For
+    tables built at load time (``final_pairs``, ``not_self_merging``), not for encoding."""
+    count: i64 = len(data)
+    if count > len(scratch.parts):
+        scratch.parts = vec[i64]([0] * count)
+    parts = scratch.parts
+    for k in range(count):
+        parts[k] = byte_ids[data[k]]
+    last: i64 = -1
+    while count > 1:
+        best: i64 = NO_MERGE
+        at: i64 = -1
+        for k in range(count - 1):
+            value = merges.get(parts[k] * PAIR_STRIDE + parts[k + 1])
+            if value < best:
+                best = value
+                at = k
+        if at < 0:
+            break
+        last = parts[at] * PAIR_STRIDE + parts[at + 1]
+        parts[at] = best & ID_MASK
+        for k in range(at + 1, count - 1):
+            parts[k] = parts[k + 1]
+        count -= 1
+    scratch.last = last
+    if count == 1:
+        return parts[0]
+    return -1
 
 
 def _filter_word_bits(key: i64, mask: i64) -> tuple[i64, i64]:
@@ -391,7 +430,7 @@ class PieceCache:
     average (plus the last piece's): when either is full it is emptied.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, full: bool = False) -> None:
         if size > MAX_CACHE_SIZE:
             raise ValueError(f"cache_size {size} is above the largest supported, {MAX_CACHE_SIZE} pieces")
         slots: i64 = 2
@@ -400,8 +439,9 @@ class PieceCache:
         self.size: Final[i64] = size
         # The slots grow as the cache fills (doubled, rehashed), up to the size's: a large
         # cache_size costs memory only when that many pieces come (10**8 allocated 4.3 GB at load).
+        # ``full``: all of them at once (the vocabulary's tokens: their number is known).
         self.max_slots: Final[i64] = slots
-        start: i64 = slots if slots < INITIAL_CACHE_SLOTS else INITIAL_CACHE_SLOTS
+        start: i64 = slots if slots < INITIAL_CACHE_SLOTS or full else INITIAL_CACHE_SLOTS
         self.mask: i64 = start - 1
         self.entries = vec[i64]([0] * (2 * start))
         self.multi = vec[i64]()
@@ -726,6 +766,7 @@ class BytePairEncoder:
         rules: int,
         cache_size: int,
         whole: WholeChars,
+        not_self_merging: list[int] | None = None,
     ) -> None:
         self.byte_ids: Final = byte_ids
         self.whole: Final = whole
@@ -738,17 +779,23 @@ class BytePairEncoder:
         self.cache: Final = PieceCache(cache_size)
         top = max(max(byte_ids), merges.top_id, max(whole_tokens.values(), default=0))
         self.shared: Final[tuple[Any, ...]] = shared_ints(top + 1)  # every id this engine can give
-        # The vocabulary's tokens keyed like the cache, so that with ignore_merges a piece that is
-        # a token is found in place (a dict needs the piece sliced out and hashed first).
-        tokens = PieceCache(len(whole_tokens) if ignore_merges else 0)
+        # The vocabulary's tokens keyed like the cache, so that a piece that is a token is found
+        # in place (a dict needs the piece sliced out and hashed first): every token with
+        # ignore_merges, else those whose bytes merge into them (all but ``not_self_merging``;
+        # None: not known, no lookup), whose piece needs no merging either.
+        left_out: set[int] | None = None
+        if not ignore_merges and not_self_merging:
+            left_out = set(not_self_merging)
+        self.token_lookup: Final = ignore_merges or not_self_merging is not None
+        tokens = PieceCache(len(whole_tokens) if self.token_lookup else 0, True)
         self.key_words: Final = vec[i64]([0] * KEY_WORDS)  # the words of the last _piece_key
         words = self.key_words
         # The tokens' filter, like MergeTable's: most pieces looked up are not tokens.
-        filter_words: i64 = TOKEN_FILTER_WORDS if ignore_merges else 1
+        filter_words: i64 = TOKEN_FILTER_WORDS if self.token_lookup else 1
         token_filter = vec[i64]([0] * filter_words)
-        if ignore_merges:
+        if self.token_lookup:
             for token, token_id in whole_tokens.items():
-                if 0 < len(token) <= CACHE_MAX_CHARS:
+                if 0 < len(token) <= CACHE_MAX_CHARS and (left_out is None or token_id not in left_out):
                     key = _piece_key(token, 0, len(token), words)
                     tokens.add(key, words, vec[i64]([token_id]), 1)
                     word, bits = _filter_word_bits(_fold(key), filter_words - 1)
@@ -948,7 +995,7 @@ class BytePairEncoder:
         scratch space that the next call reuses. The piece is cached unless ``key`` is 0 (too long).
         """
         cache = self.cache
-        if self.ignore_merges:
+        if self.token_lookup:
             token: i64 = -1
             single = self.scratch_values
             if key != 0:
@@ -962,7 +1009,7 @@ class BytePairEncoder:
                     token = tokens.first_id(slot)
                     single[0] = token
                     cache.add(key, self.key_words, single, 1)
-            else:
+            elif self.ignore_merges:  # (a piece too long for the table: rare; merged otherwise)
                 token = self.whole_tokens.get(text[start:end], -1)
             if token >= 0:
                 single[0] = token
