@@ -11,6 +11,7 @@ out are checked to change nothing against tokenizers, on vocabularies built to h
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -26,7 +27,7 @@ from tokenizers import Tokenizer as Reference
 import peek2
 from peek2.bpe import huge_pages, merger
 from peek2.tokenizer import Tokenizer
-from tests.vocabularies import byte_level_file
+from tests.vocabularies import byte_level_file, chars
 
 MODELS = ["llama3.1", "qwen2"]
 
@@ -175,6 +176,29 @@ def test_pieces_that_are_tokens() -> None:
             not_self += len(expected) > 1
             listed += len(expected) == 1
     assert not_self > 50 and listed > 1000  # both kinds of token were met as pieces
+
+
+def test_vocabulary_with_an_unknown_byte_keeps_every_pair() -> None:
+    """Where some bytes have no token (an ``unk_token`` stands for them), a token's bytes alone are
+    not the symbols it is made of in a text: no pair is left out, no piece looked up as a token,
+    and the ids stay tokenizers'."""
+    rng = random.Random(5)
+    json_text, _ = every_split_vocabulary(rng)
+    loaded = json.loads(json_text)
+    vocab = loaded["model"]["vocab"]
+    for byte in [*range(0x20), ord("x")]:
+        del vocab[chars(bytes([byte]))]
+    vocab["<unk>"] = max(vocab.values()) + 1
+    loaded["model"]["unk_token"] = "<unk>"
+    loaded["model"]["merges"] = [m for m in loaded["model"]["merges"] if m[0] in vocab and m[1] in vocab and m[0] + m[1] in vocab]
+    json_text = json.dumps(loaded)
+    tok, reference = Tokenizer.from_str(json_text), Reference.from_str(json_text)
+    assert not tok._engine.token_lookup
+    kept = sum(1 for k in range(0, len(tok._engine.merges.table), 2) if tok._engine.merges.table[k])
+    assert kept == len(loaded["model"]["merges"])
+    for _ in range(2000):
+        text = "".join(rng.choice("abcd é中x\t\x01") for _ in range(rng.randint(1, 40)))
+        assert tok.encode(text, False) == reference.encode(text, add_special_tokens=False).ids, ascii(text)
 
 
 def test_filter_bits_cover_all_64_positions() -> None:
