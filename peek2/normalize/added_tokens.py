@@ -57,6 +57,15 @@ class AddedTokenMatcher:
         # A match starts at an occurrence of one of these (see the module notes).
         self.needles = frozenset(content[:2] for content in self.by_content)
 
+    def has_needle(self, text: str, start: int = 0) -> bool:
+        """Whether a token may start in ``text`` (an occurrence of a needle) that does not end before
+        ``start`` (a stream that knows its text up to ``start`` held none searches only what follows)."""
+        for needle in self.needles:
+            at = max(0, start - len(needle) + 1)
+            if text.find(needle[0], at) >= 0 and text.find(needle, at) >= 0:
+                return True
+        return False
+
     def split(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
         """``text`` cut into text segments (id -1) and added tokens (their id), in order."""
         if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):

@@ -230,12 +230,23 @@ class MarksRun:
             key = last + right[0].encode("utf-8")[:1]
             across = self.plan.crossings.get(key)
             if across is None:
-                starts = tuple(key[j:] for j in range(1, len(last)))
-                across = any(key in token or token.startswith(starts) for token in self.plan.vocab)
+                across = self._crosses(key, len(last))
                 self.plan.crossings[key] = across
             if across:
                 return False
         return True
+
+    def _crosses(self, key: bytes, last: int) -> bool:
+        """Whether a token holds ``key`` or starts with ``key[j:]`` for ``0 < j < last``."""
+        plan = self.plan
+        blob = plan.token_blob
+        if not blob:
+            # NUL before every token: a key without NUL (marks' UTF-8 has none) found in the blob is
+            # inside one token, and one found after a NUL starts a token.
+            blob = plan.token_blob = b"\0" + b"\0".join(plan.vocab)
+        if b"\0" in key:
+            return True
+        return key in blob or any(b"\0" + key[j:] in blob for j in range(1, last))
 
     def _merge(self, part: str, memo: _Part, out: list[int]) -> None:
         """The merge of ``part``'s bytes goes to ``out``, from the final prefix of its ids that ``memo`` keeps."""
