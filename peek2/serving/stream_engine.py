@@ -238,7 +238,41 @@ def _nfc_sticky() -> frozenset[str]:
         sticky.update(chr(cp) for cp in range(0x1161, 0x1176))  # Hangul V jamo
         sticky.update(chr(cp) for cp in range(0x11A8, 0x11C3))  # Hangul T jamo
         _nfc_sticky_chars.append(frozenset(sticky))
+        # Of those, the class-0 scalars that are only ever the second half of a composition (Tamil
+        # U+0BBE, Bengali U+09D7, ...): whether one joins depends on the scalar before it alone.
+        _nfc_sticky_chars.append(
+            frozenset(c for c in sticky if not unicodedata2.combining(c) and unicodedata2.normalize("NFD", c) == c and not 0x1100 <= ord(c) < 0x1200)
+        )
     return _nfc_sticky_chars[0]
+
+
+def _is_l_jamo(cp: int) -> bool:
+    return 0x1100 <= cp <= 0x1112
+
+
+def _nfc_cut_before(raw: str, k: int, sticky: frozenset[str]) -> bool:
+    """Whether a cut just before ``raw[k]`` (a sticky scalar, ``k >= 1``) is safe all the same,
+    from what precedes it: NFC of the two sides is NFC of the whole.
+
+    A Hangul vowel jamo joins only a leading jamo just before it, and a trailing jamo only an LV
+    syllable or a leading-vowel pair just before it (a run of alternating jamo was held whole:
+    a prompt session fed one re-encoded it at every append). A class-0 second half of a
+    composition joins only the scalar before it, when that one is not sticky itself (its NFC is
+    then its own) and the two compose.
+    """
+    cp = ord(raw[k])
+    before = ord(raw[k - 1])
+    if 0x1161 <= cp <= 0x1175:
+        return not _is_l_jamo(before)
+    if 0x11A8 <= cp <= 0x11C2:
+        if 0xAC00 <= before <= 0xD7A3 and (before - 0xAC00) % 28 == 0:
+            return False
+        return not (0x1161 <= before <= 0x1175 and k >= 2 and _is_l_jamo(ord(raw[k - 2])))
+    if raw[k] in _nfc_sticky_chars[1] and raw[k - 1] not in sticky:
+        pair = raw[k - 1 : k + 1]
+        alone = str(unicodedata2.normalize("NFC", raw[k - 1]))
+        return str(unicodedata2.normalize("NFC", pair)) == alone + raw[k]
+    return False
 
 
 # ==== Encoding ====
@@ -716,7 +750,7 @@ class StreamEngine:
                 k = limit if limit < n else n - 1
                 start = k
                 memo_start, memo_k, memo_at = self.nfc_memo
-                while k > at and raw[k] in sticky:
+                while k > at and raw[k] in sticky and not _nfc_cut_before(raw, k, sticky):
                     if k == memo_start and at == memo_at:
                         k = memo_k  # walked last time, over the same raw text: keeps long runs linear
                         break

@@ -22,7 +22,8 @@ When is a piece final? The text is held in two buffers:
   ("<|eot" of "<|eot_id|>"; a whole token at the very end too, since a longer one or a
   ``single_word``/``rstrip`` rule may need the next character), whitespace an ``lstrip`` token
   could absorb, whitespace an ``rstrip`` token is absorbing, and (NFC normalizers) the last run
-  that a following combining mark or Hangul jamo could compose with;
+  that a following combining mark or Hangul jamo could compose with (a run starts before a
+  character that nothing before it can take: ``stream_engine._nfc_cut_before``);
 - ``text``: normalized text of the current segment, starting at a piece boundary, not yet
   encoded. A prefix ``text[:c]`` is encoded as soon as ``c`` is a boundary that no later text
   can move. Three rules find one:
