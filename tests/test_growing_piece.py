@@ -206,3 +206,32 @@ def test_rule_three_keeps_its_promise_on_random_runs(data_dir: Path) -> None:
         text = rng.choice(HEADS) + run + rng.choice(TAILS)
         ids, _, _ = stream(tok, cuts(rng, text))
         assert ids == tok.encode(text, False), ascii(text[:30])
+
+
+def test_stable_start_keeps_its_promise(data_dir: Path) -> None:
+    """``GrowingPiece.stable_start`` (used where a token crosses from one class of marks to the next,
+    peek2.serving.marks_run): the boundary it returns is one of the encoding of any text before the
+    bytes and any after them. Random runs over small alphabets, random texts around them."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "qwen3" / "tokenizer.json")
+    growing = streaming.plan_of(tok).growing_piece()
+    id_bytes = tok._id_bytes
+    rng = random.Random(2325)
+    alphabets = ["=-", "=-_", "ab", "aab", " ", "*#", "，。", "的一是", "\u0e39\u0e49", "\u0e38\u0e48\u0e21", "\u0301\u0323"]
+    found = 0
+    for _ in range(60):
+        alphabet = rng.choice(alphabets)
+        run = "".join(rng.choice(alphabet) for _ in range(rng.randint(20, 400)))
+        data = run.encode("utf-8")
+        j = growing.stable_start(data)
+        if j < 0:
+            continue
+        found += 1
+        for _ in range(6):
+            before = "".join(rng.choice(alphabet + "x ") for _ in range(rng.randint(0, 12))).encode("utf-8")
+            after = "".join(rng.choice(alphabet + "x ") for _ in range(rng.randint(0, 12))).encode("utf-8")
+            ends, at = set(), 0
+            for token_id in tok._engine.merge(before + data + after):
+                at += len(id_bytes[token_id] or b"")
+                ends.add(at)
+            assert len(before) + j in ends, (ascii(run[:20]), j, before, after)
+    assert found >= 30

@@ -52,19 +52,16 @@ class GrowingPiece:
         self.max_bytes: Final[int] = max([len(token) for token in vocab], default=1)
         self.pairs: Final[dict[tuple[int, int], bool]] = {}  # (left, right) -> merge(left + right) == [left, right]
         self.firsts: Final[dict[bytes, int]] = {}  # bytes -> the first token of their merge
+        self.reversed_tokens: list[bytes] = []  # each token's bytes reversed, sorted (made at first need)
 
     def final_prefix(self, data: bytes, first: int) -> tuple[int, list[int]]:
         """``(s, ids)``: a boundary ``s > first`` of ``data``'s tokens, at the start of a UTF-8
         character, that no continuation of ``data`` moves, and the ids of ``data[:s]``; ``(0, [])``
         if none is found.
         """
-        n = len(data)
-        landing = n  # the smallest position of the landing set (not a contiguous range: "-=" may start
-        # no token where "=-=-" does)
-        for k in range(max(0, n - self.max_bytes), n):
-            if self._starts_token(data[k:]):
-                landing = k
-                break
+        # The smallest position of the landing set (not a contiguous range: "-=" may start no token
+        # where "=-=-" does).
+        landing = self._landing(data)
         if landing <= first:
             return 0, []
         ids = self.engine.merge(data)
@@ -85,6 +82,60 @@ class GrowingPiece:
             if self._holds(data, s, ids[j], landing):
                 return s, ids[: j + 1]
         return 0, []
+
+    def stable_start(self, data: bytes) -> int:
+        """A boundary ``j > 0`` of ``data``'s tokens, at the start of a UTF-8 character, that stays a
+        boundary of the encoding of ``context + data + more`` whatever the context and whatever
+        follows; -1 if none is found in ``data``.
+
+        The mirror of ``final_prefix``: in the encoding of ``context + data + more``, the token over
+        the start of ``data`` ends at a position ``k`` where ``data[:k]`` is a proper suffix of a
+        token (or at 0); by property 1 the tokens after it are the encoding of ``data[k:] + more``.
+        So ``j`` is stable when, for every such ``k``, it is a boundary of ``data[k:]``'s tokens that
+        no continuation moves (``_holds``).
+        """
+        starts = [0] + [k for k in range(1, min(len(data), self.max_bytes)) if self._ends_token(data[:k])]
+        encodings: list[tuple[bytes, dict[int, int], int]] = []  # per start: its bytes, boundary -> token before, landing
+        for k in starts:
+            tail = data[k:]
+            before: dict[int, int] = {}
+            at = 0
+            for token_id in self.engine.merge(tail):
+                at += len(self.id_bytes[token_id] or b"")
+                before[at] = token_id
+            encodings.append((tail, before, self._landing(tail)))
+        tries = 0
+        for j in sorted(encodings[0][1]):
+            if j <= starts[-1] or j >= len(data) or 0x80 <= data[j] < 0xC0:
+                continue
+            tries += 1
+            if tries > 4 * SPLIT_TRIES:
+                break
+            if all(
+                (j - k) in before and (j - k) <= landing and self._holds(tail, j - k, before[j - k], landing)
+                for k, (tail, before, landing) in zip(starts, encodings)
+            ):
+                return j
+        return -1
+
+    def _landing(self, data: bytes) -> int:
+        """The smallest position where the last token of a longer text starting with ``data`` may start."""
+        n = len(data)
+        for k in range(max(0, n - self.max_bytes), n):
+            if self._starts_token(data[k:]):
+                return k
+        return n
+
+    def _ends_token(self, data: bytes) -> bool:
+        """Whether ``data`` is a proper suffix of some token."""
+        ends = self.reversed_tokens
+        if not ends:
+            ends = self.reversed_tokens = sorted(token[::-1] for token in self.tokens)
+        key = data[::-1]
+        k = bisect_left(ends, key)
+        if k < len(ends) and ends[k] == key:
+            k += 1
+        return k < len(ends) and ends[k].startswith(key)
 
     def _holds(self, data: bytes, s: int, last: int, landing: int) -> bool:
         """For every landing position ``k``, the encoding of ``data[:k]`` has a boundary at ``s``."""

@@ -21,18 +21,22 @@ Three facts keep most of that work from one append to the next:
 2. **The marks are one piece**: they are one scanner category, which the scanner reads in one loop
    whatever its length (as rule 3 of the stream relies on), so the pieces are those of the text
    with two marks and with five, which must agree.
-3. **No merge crosses from one class to the next** where no token of the vocabulary holds the last
-   byte of one class's marks followed by the first byte of the next's (checked at each finish,
-   remembered per byte pair). The piece's ids are then the merges of each class's string alone, in
-   order: merges on either side of a boundary no token crosses happen in the same order as alone
-   (the argument of ``peek2.bpe.growing_piece``). Each class's string grows at its end, so
-   ``GrowingPiece.final_prefix`` finds a prefix of its ids that no longer string changes; it is
-   kept, and only the rest is merged at the next finish (as ``StreamEngine._finish_run`` does for a
-   run of one character).
+3. **Each class's ids are its own from a point no text before it moves.** Where no token of the
+   vocabulary holds the last scalar of one class's marks followed by the first byte of the next's,
+   or begins inside that scalar and goes on with that byte (checked per pair, remembered), no
+   merge crosses between them: merges on either side of a boundary no token crosses happen in the
+   same order as alone (the argument of ``peek2.bpe.growing_piece``), so that point is the start
+   of the class's string. Where a token may cross (Thai: ``"\u0e39\u0e49"`` is one token),
+   ``GrowingPiece.stable_start`` finds a boundary of the class's first tokens that stays a boundary
+   whatever precedes them; the end of the previous class that is not final and the marks before
+   that boundary are merged together at each finish. From that point on, each class's string grows
+   at its end, so ``GrowingPiece.final_prefix`` finds a prefix of its ids that no longer string
+   changes; it is kept, and only the rest is merged at the next finish (as
+   ``StreamEngine._finish_run`` does for a run of one character).
 
-Anything else (a mark that decomposes into a starter, a scalar the reference's Unicode 9 does not
-know, marks of two scanner categories, a token across two classes, the rest of a piece sent by
-rule 3 before the run) returns None, and the stream normalizes and encodes the run as usual. Such a
+Anything else (a class-0 scalar inside the run, a scalar the reference's Unicode 9 does not know,
+marks of two scanner categories, no stable start found, the rest of a piece sent by rule 3 before
+the run) returns None, and the stream normalizes and encodes the run as usual. Such a
 run is still encoded whole at each finish; a failed try waits until the run has doubled.
 
 Performance notes: what remains per append is the Python work on the appended marks (their class,
@@ -93,6 +97,7 @@ class MarksRun:
         # The pieces before the marks: (text before the run, composed starter, start of the marks' piece, ids before it).
         self.pieces: tuple[str, str, int, list[int]] | None = None
         self.parts: list[_Part] = []
+        self.stable: dict[str, int] = {}  # the first characters of a part -> its stable start (-1: none)
         self.answered = 0  # finishes answered this way (for tests and monitoring)
 
     def ids(self, before: str, raw: str) -> list[int] | None:
@@ -121,13 +126,23 @@ class MarksRun:
             return None
         q, head_ids = pieces
         parts = [(before + starter)[q:] + strings[0], *strings[1:]]
-        if not self._apart(parts):
+        starts = self._starts(parts)
+        if starts is None:
             return None
         ids = list(head_ids)
         while len(self.parts) < len(parts):
             self.parts.append(_Part())
-        for part, memo in zip(parts, self.parts):
-            self._merge(part, memo, ids)
+        engine = self.plan.tok_engine
+        carried = ""  # the end of the previous part whose ids are not final, merged with what follows
+        for part, start, memo in zip(parts, starts, self.parts):
+            if start:
+                carried += part[:start]
+                part = part[start:]
+            if carried:
+                ids += engine.merge(carried.encode("utf-8"))
+            carried = self._final(part, memo, ids)
+        if carried:
+            ids += engine.merge(carried.encode("utf-8"))
         return ids
 
     def _start(self, raw: str) -> bool:
@@ -221,8 +236,10 @@ class MarksRun:
         self.pieces = (before, starter, q, head_ids)
         return q, head_ids
 
-    def _apart(self, parts: list[str]) -> bool:
-        """No token crosses from one part into the next (fact 3)."""
+    def _starts(self, parts: list[str]) -> list[int] | None:
+        """Where each part's ids start to be its own (fact 3): 0 when no token can cross into it,
+        else a boundary that no text before it moves (``GrowingPiece.stable_start``); None if none."""
+        starts = [0]
         for left, right in zip(parts, parts[1:]):
             # A token across holds the first byte of ``right`` after all of ``left``'s last scalar,
             # or begins inside that scalar.
@@ -232,9 +249,22 @@ class MarksRun:
             if across is None:
                 across = self._crosses(key, len(last))
                 self.plan.crossings[key] = across
-            if across:
-                return False
-        return True
+            if not across:
+                starts.append(0)
+                continue
+            window = right[: self.plan.interior_min]
+            start = self.stable.get(window)
+            if start is None:
+                data = window.encode("utf-8")
+                j = self.plan.growing_piece().stable_start(data)
+                start = len(data[:j].decode("utf-8")) if j > 0 else -1
+                if len(self.stable) > 64:
+                    self.stable.clear()
+                self.stable[window] = start
+            if start < 0:
+                return None
+            starts.append(start)
+        return starts
 
     def _crosses(self, key: bytes, last: int) -> bool:
         """Whether a token holds ``key`` or starts with ``key[j:]`` for ``0 < j < last``."""
@@ -248,8 +278,9 @@ class MarksRun:
             return True
         return key in blob or any(b"\0" + key[j:] in blob for j in range(1, last))
 
-    def _merge(self, part: str, memo: _Part, out: list[int]) -> None:
-        """The merge of ``part``'s bytes goes to ``out``, from the final prefix of its ids that ``memo`` keeps."""
+    def _final(self, part: str, memo: _Part, out: list[int]) -> str:
+        """The ids of the prefix of ``part`` that no longer string changes go to ``out`` (kept in
+        ``memo`` from call to call); returns the rest, whose merge may still change."""
         plan = self.plan
         if not part.startswith(memo.text):
             memo.text, memo.ids, memo.retry = "", [], 0
@@ -264,5 +295,4 @@ class MarksRun:
             else:
                 memo.retry = 2 * len(part)
         out += memo.ids
-        if p < len(part):
-            out += plan.tok_engine.merge(part[p:].encode("utf-8"))
+        return part[p:]
