@@ -225,6 +225,20 @@ def test_streaming_sessions_and_pickles(gpt2: tuple[Any, peek2.Tokenizer]) -> No
             at += size
         assert encoder.finish(ids) == tok.encode(text, False), ascii(text[:30])
     assert pickle.loads(pickle.dumps(tok)).encode(TEXTS[1]) == tok.encode(TEXTS[1])
+    # A prompt session fed a growing whitespace run: GPT-2's pattern keeps it one piece at the end
+    # of the text whatever newlines it holds (StreamEngine._finish_run, without the newline cut).
+    for unit in (" \n", "\n\t ", "\xa0 "):
+        session = tok.prompt_session(add_special_tokens=False)
+        text = "x"
+        session.append(text)
+        for k in range(12):
+            part = (unit * 400)[: rng.randint(200, 900)]
+            session.append(part)
+            text += part
+            if k % 4 == 3:
+                assert session.ids == tok.encode(text, False), ascii(unit)
+        session.append("y")
+        assert session.ids == tok.encode(text + "y", False), ascii(unit)
 
 
 def test_bad_files_name_the_file_and_line(data_dir: Path, tmp_path: Path) -> None:

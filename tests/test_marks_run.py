@@ -23,6 +23,7 @@ import unicodedata2
 from peek2.serving import marks_run
 from peek2.tokenizer import Tokenizer
 from tests.scaling import growth
+from tests.sessions import appended_in_parts
 
 LATIN = [chr(cp) for cp in range(0x300, 0x370)]
 OTHER = ["\u0e38", "\u0e39", "\u0e48", "\u0e49", "\u05b0", "\u05bc", "\u05b4", "\u064e", "\u0651", "\u0650", "\u0327", "\u0328", "\u031b", "\u0345", "\u0344", "\u0f73", "\u093c"]
@@ -39,16 +40,7 @@ def pair(request: pytest.FixtureRequest, data_dir: Path) -> tuple[Tokenizer, tok
 
 def session_check(tok: Tokenizer, ref: tokenizers.Tokenizer, text: str, rng: random.Random) -> bool:
     """Appends ``text`` in random parts, checking the ids now and then; True if the kept path ran."""
-    session = tok.prompt_session(add_special_tokens=False)
-    at = 0
-    while at < len(text):
-        step = rng.randint(1, 1500)
-        session.append(text[at : at + step])
-        at += step
-        if rng.random() < 0.3 or at >= len(text):
-            expected = ref.encode(text[:at], add_special_tokens=False).ids
-            assert session.ids == expected, (ascii(text[:24]), at)
-    kept = session._encoder._stream.marks_run
+    kept = appended_in_parts(tok, ref, text, rng)._encoder._stream.marks_run
     return kept is not None and kept.answered > 0
 
 
