@@ -26,7 +26,7 @@ Three facts keep most of that work from one append to the next:
    or begins inside that scalar and goes on with that byte (checked per pair, remembered), no
    merge crosses between them: merges on either side of a boundary no token crosses happen in the
    same order as alone (the argument of ``peek2.bpe.growing_piece``), so that point is the start
-   of the class's string. Where a token may cross (Thai: ``"\u0e39\u0e49"`` is one token),
+   of the class's string. Where a token may cross (Thai: ``"\\u0e39\\u0e49"`` is one token),
    ``GrowingPiece.stable_start`` finds a boundary of the class's first tokens that stays a boundary
    whatever precedes them; the end of the previous class that is not final and the marks before
    that boundary are merged together at each finish. From that point on, each class's string grows
@@ -45,7 +45,7 @@ decomposition and category, remembered per scalar), a merge of each class's unfi
 the answer itself: each append changes the middle of the run's ids, so the ``new`` of every
 ``PromptSession.append`` holds the ids of the whole run, which no ``(keep, new)`` answer can avoid;
 the engine hands its list over without a copy (``StreamEngine._advance``). Qwen3,
-``"e" + "\u0301\u0323" * (n // 2)`` appended 1K characters at a time, best of 3 in CPU time against
+``"e" + "\\u0301\\u0323" * (n // 2)`` appended 1K characters at a time, best of 3 in CPU time against
 one encode of the whole text by tokenizers in the same process: 20K characters 0.157 -> 0.016 s
 (tokenizers 0.009), 80K 1.97 -> 0.075 s (0.043), 320K 0.61 s (0.26): the copies of the answers are
 what grows faster than the text (``python scripts/bench_growing_session.py`` gives the table).

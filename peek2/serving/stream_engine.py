@@ -51,11 +51,11 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   before; 139 MB is the loaded tokenizer).
 - ``finish`` of a pending text that ends in a long run of one character (``_finish_run``): a prompt
   session appending 1,000 spaces 152 times after a newline, Llama-3.1, CPU time, best of 3: 2,528
-  -> 80 ms (38 appends: 153 -> 20 ms). Whitespace runs of several characters (" \n", "\xa0 ", "\n"
+  -> 80 ms (38 appends: 153 -> 20 ms). Whitespace runs of several characters (" \\n", "\\xa0 ", "\\n"
   then spaces and tabs) the same way: 80K characters in 1K appends 0.28-0.64 -> 0.02-0.03 s.
 - ``finish`` of a long NFC run of marks of several classes (``peek2.serving.marks_run``) and the NFC
   walk's memo kept in the snapshot (``restore`` used to drop it, and the next ``feed`` walked the
-  held run back from its end, character by character): Qwen3, ``"e" + "\u0301\u0323" * 160000``
+  held run back from its end, character by character): Qwen3, ``"e" + "\\u0301\\u0323" * 160000``
   appended 1K at a time, 2.67 s with the first alone, 0.56 s with both.
 - A held raw run is searched for added tokens only past what earlier feeds searched (``searched``):
   the same run fed one mark at a time, 320K marks, 3.3 -> 0.66 s (80K: 0.16 s; tokenizers' one
@@ -649,13 +649,13 @@ class StreamEngine:
         encode it as usual).
 
         A prompt session finishes a copy of its stream after every append. A whitespace run stays
-        pending (its pieces depend on where it ends: ``\s*[\r\n]+`` takes it up to its last
-        newline), so each finish merged the whole run again: quadratic in the run ("\n" then spaces,
-        " \n" or "\xa0 " repeated: 80K characters in 1K appends took 0.3-0.6 s against 0.02-0.04 s
+        pending (its pieces depend on where it ends: ``\\s*[\\r\\n]+`` takes it up to its last
+        newline), so each finish merged the whole run again: quadratic in the run ("\\n" then spaces,
+        " \\n" or "\\xa0 " repeated: 80K characters in 1K appends took 0.3-0.6 s against 0.02-0.04 s
         for one encode by tokenizers). Here rule 3's test (``peek2.bpe.growing_piece``) finds a
         prefix of the run's growing piece whose ids no continuation of the piece changes, and
         remembers it with the ids before it. At the end of the text a whitespace run from the
-        piece's start is (with ``\s*[\r\n]+``) one piece up to its last newline and one after it,
+        piece's start is (with ``\\s*[\\r\\n]+``) one piece up to its last newline and one after it,
         or (without) one piece; so for any pending text that is that prefix followed by more
         whitespace (a plain string comparison and a ``strip``), the ids are the remembered ones and
         the merge of the rest of the piece, plus the piece after the last newline. The memo made on
