@@ -39,6 +39,8 @@ RUNS = {
     "upper": "ABCDEFG",
     "thai": "สวัสดีครับ",
     "emoji": "😀🎉",
+    "space-newline": " \n",  # a whitespace run whose \s*[\r\n]+ piece grows (StreamEngine._newline_cut)
+    "mixed whitespace": "\t \n\xa0",
 }
 HEADS = ["", "x", "Hi ", "\n", "1", "!"]
 TAILS = ["", " x", "x", "\n", "!", "7", " \n", "'s", "<|eot|>"]
@@ -99,7 +101,7 @@ def test_long_runs_stream_to_the_ids_of_tokenizers(pair: tuple[str, Tokenizer, t
             assert ids == expected, (name, kind, ascii(text[:10]), ascii(text[-10:]))
 
 
-@pytest.mark.parametrize("kind", ["spaces", "equals", "newlines", "CJK", "alternating", "cyrillic"])
+@pytest.mark.parametrize("kind", ["spaces", "equals", "newlines", "CJK", "alternating", "cyrillic", "space-newline"])
 def test_pending_text_of_a_run_stays_bounded(pair: tuple[str, Tokenizer, tokenizers.Tokenizer], kind: str) -> None:
     """Item 4: the stream sends ids while the run goes on, and holds at most rule 3's threshold
     plus a chunk (it held the whole run: 2.7 GB for 50 MB of "=")."""

@@ -535,7 +535,66 @@ class StreamEngine:
             self.rescan_at = max(self.rescan_min, 2 * len(self.text))
             self.interior_at = self.plan.interior_min
         if len(self.text) >= self.interior_at:
+            text = self.text
+            if self.plan.newline_cut and text[len(text) - 1] in self.plan.space_chars:
+                cut_out = self._newline_cut(out, owned)
+                if cut_out is not None:
+                    return cut_out
             out = self._interior_cut(out, owned)
+        return out
+
+    def _newline_cut(self, out: list[int], owned: bool) -> list[int] | None:
+        """Rule 3 for a growing whitespace run that holds a newline (" \\n" repeated): send the ids
+        of a prefix of its ``\\s*[\\r\\n]+`` piece that no continuation changes (None: no cut).
+
+        Whatever follows, that piece goes on at least to the run's last newline (the ``\\s*`` takes
+        the whole run, then gives back up to it), so it is a growing piece as rule 3 wants; a cut
+        before that newline leaves a text whose first piece, read from the cut, ends where it ends
+        read from its start (checked, with every probe). Without this the run stayed pending whole:
+        a prompt session fed one merged it again at every append.
+        """
+        plan = self.plan
+        text = self.text
+        n = len(text)
+        w = len(text.rstrip(plan.space_chars))  # where the whitespace run starts
+        newline = max(text.rfind("\n", w), text.rfind("\r", w))
+        if newline < 0:
+            return None
+        ends: list[int] = self.tok.pattern.split_ends(text)
+        if newline + 1 not in ends:
+            return None
+        k = ends.index(newline + 1)
+        start: i64 = ends[k - 1] if k else 0
+        if start < w or newline + 1 - start < 2:
+            return None
+        data = text[start : newline + 1].encode("utf-8")
+        growing = plan.growing_piece()
+        continued = self.cont and start == 0  # the piece goes on from ids already sent
+        cut_bytes, ids = growing.final_prefix(data, 0 if continued else len(text[start].encode("utf-8")))
+        if cut_bytes == 0:
+            return None
+        cut = start + len(data[:cut_bytes].decode("utf-8"))
+        if cut > newline:
+            return None
+        stage2, rules = plan.stage2, plan.rules
+        rest = text[cut:]
+        if piece_end(rest, 0, n - cut, stage2, rules) != piece_end(text, start, n, stage2, rules) - cut:
+            return None
+        for probe in plan.probes:
+            if piece_end(rest + probe, 0, n - cut + 1, stage2, rules) != piece_end(text + probe, start, n + 1, stage2, rules) - cut:
+                return None
+        if start:
+            out = self._encode(text, start, out, owned)  # the pieces before the run's (the first one goes on, if cont)
+        elif owned:
+            out = list(out)
+        shared = self.engine.shared
+        for token_id in ids:
+            out.append(shared[token_id])
+        self.text = rest
+        self.cont = True
+        self.run_kind = -1
+        self.interior_at = plan.interior_min
+        self.rescan_at = max(self.rescan_min, 2 * (n - cut))
         return out
 
     def _encode(self, text: str, end: int, out: list[int], owned: bool) -> list[int]:

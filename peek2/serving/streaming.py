@@ -65,8 +65,9 @@ piece)``). Add at most the longest added token (a partial match), the whitespace
 ``pending_chars`` reports it; on XNLI fed in 97-character chunks it never exceeds 64 characters.
 
 Rule 3 keeps a run of spaces, newlines, ``=``, CJK letters or marks below ``interior_min`` plus
-one chunk. Two runs are still held whole, because their ids depend on how they end: whitespace
-that holds a newline and goes on with spaces (a later newline changes all its pieces), and, with
+one chunk, and a whitespace run that keeps adding newlines too (its ``\\s*[\\r\\n]+`` piece grows
+to the last one whatever follows). Two runs are still held whole, because their ids depend on how
+they end: whitespace after its last newline (a later newline changes all its pieces), and, with
 NFC, a run of combining marks of several classes (canonical ordering moves later marks in front).
 Such a run grows in place (no quadratic copies), rules 2 and 3 try again only when it doubles, and
 it is encoded in one call when it ends, so the work stays linear in the input.
