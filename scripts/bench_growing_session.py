@@ -2,8 +2,8 @@
 
     python scripts/bench_growing_session.py [--model qwen3] [--size 80000] [--append 1000] [--runs 3]
 
-Each run (spaces, a newline then spaces, "=", CJK without punctuation, combining marks of two
-classes after a letter) is appended ``--append`` characters at a time to a new
+Each run (whitespace of one or two characters, "=", CJK without punctuation, combining marks of
+two classes after a letter, Thai marks, Hangul jamo) is appended ``--append`` characters at a time to a new
 ``tok.prompt_session()``; the table gives the CPU time of the whole session at ``--size`` and at 4x
 that (best of ``--runs``), their ratio (linear work is about 4x, re-encoding the run at every append
 about 16x), and tokenizers' CPU time for one encode of the whole 4x text in the same process. The
@@ -25,22 +25,22 @@ import tokenizers  # noqa: E402
 from peek2 import Tokenizer  # noqa: E402
 from tests.scaling import cpu_seconds  # noqa: E402
 
-RUNS = {
-    "spaces": " ",
-    "newline, spaces": "\n",
-    "=": "=",
-    "CJK": "你好世界中文字符测试我们",
-    "marks of two classes": "\u0301\u0323",
+RUNS = {  # the run's name: (what starts it, what it repeats)
+    "spaces": ("", " "),
+    "newline, spaces": ("\n", " "),
+    "space, newline": ("x", " \n"),
+    "no-break space, space": ("x", "\xa0 "),
+    "=": ("", "="),
+    "CJK": ("", "你好世界中文字符测试我们"),
+    "marks of two classes": ("e", "\u0301\u0323"),
+    "Thai marks": ("\u0e01", "\u0e39\u0e49"),
+    "Hangul jamo": ("\u1100", "\u1161\u11a8"),
 }
 
 
 def text_of(kind: str, size: int) -> str:
-    unit = RUNS[kind]
-    if kind == "newline, spaces":
-        return "\n" + " " * (size - 1)
-    if kind == "marks of two classes":
-        return "e" + (unit * (size // 2))[: size - 1]
-    return (unit * (size // len(unit) + 1))[:size]
+    head, unit = RUNS[kind]
+    return head + (unit * (size // len(unit) + 1))[: size - len(head)]
 
 
 def session_ids(tok: Tokenizer, text: str, step: int) -> list[int]:
