@@ -71,8 +71,9 @@ def test_random_runs_of_marks_in_a_session(pair: tuple[Tokenizer, tokenizers.Tok
         "\u1100" + "\u1161\u11a8" * 10 + "\u0301\u0323" * 2000,  # after jamo (the last one starts the run)
         "\u0e01" + "\u0e39\u0e49" * 2000,  # Thai: "\u0e39\u0e49" is a token, across the two classes
         "\u0e01" + "\u0e38\u0e48\u0e39\u0e49" * 1000 + "\u0e21",  # ... and "\u0e38\u0e48\u0e21"
+        "e" + "\u0301\u0323" * 1000 + "\u0bbe" + "\u0301\u0323" * 2000,  # Tamil U+0BBE after a mark starts a run
     ],
-    ids=["composing", "new-class", "no-starter", "hebrew", "jamo", "thai", "thai-2"],
+    ids=["composing", "new-class", "no-starter", "hebrew", "jamo", "thai", "thai-2", "tamil"],
 )
 def test_the_kept_path(pair: tuple[Tokenizer, tokenizers.Tokenizer], text: str) -> None:
     tok, ref = pair
@@ -83,7 +84,7 @@ def test_the_kept_path(pair: tuple[Tokenizer, tokenizers.Tokenizer], text: str) 
     "text",
     [
         "e" + "\u0301\u0323" * 1000 + "\u1acf" + "\u0301" * 2000,  # U+1ACF (Unicode 14): a starter to the reference
-        "e" + "\u0301\u0323" * 1000 + "\u0bbe" + "\u0301" * 2000,  # a class-0 scalar that may compose, inside
+        "\u0cbf\u0cd5" + "\u0301\u0323" * 1000 + "\u0cd5" + "\u0301" * 2000,  # U+0CD5 may join a composite
     ],
     ids=["late-mark", "class-0"],
 )

@@ -228,6 +228,7 @@ def _nfc_sticky() -> frozenset[str]:
     """
     if not _nfc_sticky_chars:
         sticky: set[str] = set()
+        made_from_marks: set[str] = set()  # second halves whose first half is itself a composite
         for cp in range(0x80, 0x30000):  # above: no combining class or decomposition in Unicode 16
             char = chr(cp)
             if unicodedata2.combining(char):
@@ -241,6 +242,8 @@ def _nfc_sticky() -> frozenset[str]:
                 sticky.add(char)
             if len(parts) == 2:
                 sticky.add(parts[1])  # may compose with what precedes it
+                if unicodedata2.normalize("NFD", parts[0]) != parts[0]:
+                    made_from_marks.add(parts[1])
         sticky.update(chr(cp) for cp in range(0x1161, 0x1176))  # Hangul V jamo
         sticky.update(chr(cp) for cp in range(0x11A8, 0x11C3))  # Hangul T jamo
         _nfc_sticky_chars.append(frozenset(sticky))
@@ -249,6 +252,9 @@ def _nfc_sticky() -> frozenset[str]:
         _nfc_sticky_chars.append(
             frozenset(c for c in sticky if not unicodedata2.combining(c) and unicodedata2.normalize("NFD", c) == c and not 0x1100 <= ord(c) < 0x1200)
         )
+        # ... and those of them that no composite of a starter and marks can take (after a mark,
+        # the scalar before them in NFC is that mark, or such a composite: a cut is safe).
+        _nfc_sticky_chars.append(_nfc_sticky_chars[1] - made_from_marks)
     return _nfc_sticky_chars[0]
 
 
@@ -264,7 +270,9 @@ def _nfc_cut_before(raw: str, k: int, sticky: frozenset[str]) -> bool:
     syllable or a leading-vowel pair just before it (a run of alternating jamo was held whole:
     a prompt session fed one re-encoded it at every append). A class-0 second half of a
     composition joins only the scalar before it, when that one is not sticky itself (its NFC is
-    then its own) and the two compose.
+    then its own) and the two compose; after a mark, it is blocked by a mark NFC keeps, or meets
+    a composite of a starter and marks, which none of the scalars it composes with is (except
+    for a few: Kannada U+0CD5 composes with U+0CCA).
     """
     cp = ord(raw[k])
     before = ord(raw[k - 1])
@@ -274,6 +282,8 @@ def _nfc_cut_before(raw: str, k: int, sticky: frozenset[str]) -> bool:
         if 0xAC00 <= before <= 0xD7A3 and (before - 0xAC00) % 28 == 0:
             return False
         return not (0x1161 <= before <= 0x1175 and k >= 2 and _is_l_jamo(ord(raw[k - 2])))
+    if raw[k] in _nfc_sticky_chars[2] and unicodedata2.combining(raw[k - 1]):
+        return True
     if raw[k] in _nfc_sticky_chars[1] and raw[k - 1] not in sticky:
         pair = raw[k - 1 : k + 1]
         alone = str(unicodedata2.normalize("NFC", raw[k - 1]))
