@@ -220,15 +220,16 @@ _nfc_sticky_chars: list[frozenset[str]] = []
 def _nfc_sticky() -> frozenset[str]:
     """Characters that NFC may join to what comes before them (no cut is safe just before one).
 
-    A cut before ``c`` is safe when ``c`` has combining class 0, its decomposition starts with
-    a class-0 character, and it is never the second character of a canonical composition
-    (Hangul vowel and trailing jamo included). Built once, from ``unicodedata2`` (the pinned
+    A cut before ``c`` is safe when ``c`` has combining class 0, its full decomposition starts
+    with a class-0 character that is never the second character of a canonical composition, and
+    ``c`` is not such a second character either (Hangul vowel and trailing jamo included). Built once, from ``unicodedata2`` (the pinned
     Unicode 16 data; scalars newer than the reference's 9.0 are only ever made stickier, so
     the rule stays safe).
     """
     if not _nfc_sticky_chars:
         sticky: set[str] = set()
         made_from_marks: set[str] = set()  # second halves whose first half is itself a composite
+        composites: list[str] = []  # scalars whose decomposition starts with a class-0 scalar
         for cp in range(0x80, 0x30000):  # above: no combining class or decomposition in Unicode 16
             char = chr(cp)
             if unicodedata2.combining(char):
@@ -238,14 +239,21 @@ def _nfc_sticky() -> frozenset[str]:
             if not decomposition or decomposition.startswith("<"):
                 continue
             parts = [chr(int(p, 16)) for p in decomposition.split()]
-            if unicodedata2.combining(parts[0]) or unicodedata2.normalize("NFD", parts[0]) != parts[0]:
+            if unicodedata2.combining(parts[0]):
                 sticky.add(char)
+            else:
+                composites.append(char)  # decided below, from the start of its full decomposition
             if len(parts) == 2:
                 sticky.add(parts[1])  # may compose with what precedes it
                 if unicodedata2.normalize("NFD", parts[0]) != parts[0]:
                     made_from_marks.add(parts[1])
         sticky.update(chr(cp) for cp in range(0x1161, 0x1176))  # Hangul V jamo
         sticky.update(chr(cp) for cp in range(0x11A8, 0x11C3))  # Hangul T jamo
+        for char in composites:
+            # (U+212B ANGSTROM SIGN decomposes to U+00C5, then to "A" and a ring: a cut before it is
+            # as safe as before "A"; held as sticky, a run of them stayed pending whole)
+            if str(unicodedata2.normalize("NFD", char))[0] in sticky:
+                sticky.add(char)
         _nfc_sticky_chars.append(frozenset(sticky))
         # Of those, the class-0 scalars that are only ever the second half of a composition (Tamil
         # U+0BBE, Bengali U+09D7, ...): whether one joins depends on the scalar before it alone.
