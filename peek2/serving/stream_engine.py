@@ -92,9 +92,9 @@ RESCAN_MIN: Final = 1024
 
 _NO_MEMO: Final = (-1, -1, -1)
 
-StreamState = tuple[str, str, bool, int, bool, int, int, bool, tuple[int, int, int]]
+StreamState = tuple[str, str, bool, int, bool, int, int, bool, tuple[int, int, int], int]
 """What ``snapshot`` keeps: raw, text, started, rescan_at, cont, interior_at, run_kind, need_space,
-and the NFC walk's memo over that raw text (a session restores after every append: walking a held
+the NFC walk's memo over that raw text, and the head of a piece kept for the scanner (a session restores after every append: walking a held
 run back from its end again each time was quadratic)."""
 
 INTERIOR_MIN_TOKENS: Final = 16
@@ -340,6 +340,10 @@ class StreamEngine:
         # merged from its bytes, never looked up whole); when rule 3 tries next; the category of the
         # run it last cut (-1: none), whose probes need not run again while the run goes on.
         self.cont = False
+        # With ``cont``, how many first characters of ``text`` are the head of the piece, already
+        # sent, kept only so that the scanner reads the rest as it reads it after that head (see
+        # _interior_cut).
+        self.head: i64 = 0
         self.interior_at: i64 = plan.interior_min
         self.run_kind: i64 = -1
         # A ByteLevel's add_prefix_space: the next text appended starts a segment, which gets a
@@ -453,11 +457,15 @@ class StreamEngine:
     def snapshot(self) -> StreamState:
         if self.fed_bytes:
             raise ValueError("a checkpoint of an encoder fed bytes is not supported")
-        return (self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo)
+        return (
+            self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head
+        )
 
     def restore(self, state: StreamState) -> None:
         """Back to the state of ``snapshot`` (also after ``finish``: a prompt session finishes a copy of its text)."""
-        self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo = state
+        (
+            self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head
+        ) = state
         self.searched = 0
         self.finished = False
         self.broken = False
@@ -574,6 +582,8 @@ class StreamEngine:
         plan = self.plan
         text = self.text
         n = len(text)
+        if self.head:
+            return None
         w = len(text.rstrip(plan.space_chars))  # where the whitespace run starts
         newline = max(text.rfind("\n", w), text.rfind("\r", w))
         if newline < 0:
@@ -623,7 +633,8 @@ class StreamEngine:
             self.cont = False
             self.run_kind = -1
             first = piece_end(text, 0, len(text), self.plan.stage2, self.plan.rules)
-            head = self.engine.merge(text[:first].encode("utf-8"))
+            head = self.engine.merge(text[self.head : first].encode("utf-8"))
+            self.head = 0
             if owned:
                 head = out + head
             else:
@@ -652,32 +663,36 @@ class StreamEngine:
         stage2 = plan.stage2
         rules = plan.rules
         kind = category(ord(text[n - 1]), stage2)
+        head = self.head  # (a head kept from the last cut: see below)
         start = n - 1  # the tail run of one category: text[start:]
-        while start > 0 and category(ord(text[start - 1]), stage2) == kind:
+        while start > head and category(ord(text[start - 1]), stage2) == kind:
             start -= 1
         if n - start < 2:
             return out
         # How far the piece surely goes: its end at the end of the text, and before each probe.
         reach = min(piece_end(text, 0, n, stage2, rules), n - 1)
-        verified = self.cont and start == 0 and kind == self.run_kind
+        verified = self.cont and start == head and kind == self.run_kind
         if not verified:
             for probe in plan.probes:
                 reach = min(reach, piece_end(text + probe, 0, n + 1, stage2, rules))
         if reach < n - 1:
             return out
-        data = text[:reach].encode("utf-8")
-        first = len(text[: start + 1].encode("utf-8"))
+        data = text[head:reach].encode("utf-8")
+        first = len(text[head : start + 1].encode("utf-8"))
         cut_bytes, ids = plan.growing_piece().final_prefix(data, first)
         if cut_bytes == 0:
             return out
-        cut = len(data[:cut_bytes].decode("utf-8"))
+        cut = head + len(data[:cut_bytes].decode("utf-8"))
+        kept = text[:head]
         if not verified:
-            # The scanner started at the cut must end the piece where it ends from the start.
-            rest = text[cut:]
-            if piece_end(rest, 0, n - cut, stage2, rules) != piece_end(text, 0, n, stage2, rules) - cut:
-                return out
-            for probe in plan.probes:
-                if piece_end(rest + probe, 0, n - cut + 1, stage2, rules) != piece_end(text + probe, 0, n + 1, stage2, rules) - cut:
+            # The scanner started at the cut must end the piece where it ends from the start. If
+            # it does not (o200k's "!" + "\n" * n: from a newline, \s*[\r\n]+ stops before a
+            # "/", the piece's [\r\n/]* does not), the piece's head before the run is kept in
+            # front of the rest (its ids sent; the scanner then reads the rest as after it).
+            kept = ""
+            if not self._same_piece(text, text[cut:], cut):
+                kept = text[:start]
+                if len(kept) > LOCAL_WINDOW or not self._same_piece(text, kept + text[cut:], cut - start):
                     return out
         shared = self.engine.shared
         if owned:
@@ -685,12 +700,27 @@ class StreamEngine:
         else:
             for token_id in ids:
                 out.append(shared[token_id])
-        self.text = text[cut:]
+        self.text = kept + text[cut:]
+        self.head = len(kept)
         self.cont = True
         self.run_kind = kind
         self.interior_at = plan.interior_min
         self.rescan_at = max(self.rescan_min, 2 * (n - cut))
         return out
+
+    def _same_piece(self, text: str, rest: str, moved: i64) -> bool:
+        """Whether the first piece of ``rest`` (the text from a cut, perhaps behind a kept head,
+        ``moved`` characters shorter) ends where ``text``'s first piece does, before every probe too."""
+        plan = self.plan
+        stage2, rules = plan.stage2, plan.rules
+        n = len(text)
+        m = len(rest)
+        if piece_end(rest, 0, m, stage2, rules) != piece_end(text, 0, n, stage2, rules) - moved:
+            return False
+        for probe in plan.probes:
+            if piece_end(rest + probe, 0, m + 1, stage2, rules) != piece_end(text + probe, 0, n + 1, stage2, rules) - moved:
+                return False
+        return True
 
     def _append(self, normalized: str) -> None:
         text = self.text

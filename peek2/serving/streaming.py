@@ -45,7 +45,8 @@ When is a piece final? The text is held in two buffers:
      times the longest token's bytes, and again after as much more, or after it has doubled
      following a failed try): the pending text is one piece for every probe (one scalar of each
      category after it), ends in a run of one category, and the scanner started inside that run
-     ends the piece where it does from the start. ``peek2.bpe.growing_piece`` then finds a boundary
+     ends the piece where it does from the start (or started at the piece's head, the text before
+     the run, kept in front of the rest: ``StreamEngine.head``). ``peek2.bpe.growing_piece`` then finds a boundary
      of the piece's tokens that no continuation moves (an exact test: see there), the ids before
      it are sent, and the rest is kept as a piece that goes on (merged from its bytes when it
      ends, never looked up whole).
