@@ -24,7 +24,12 @@ from pathlib import Path
 
 import tokenizers
 
-from peek2.tokenizer import Tokenizer
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from peek2.tokenizer import Tokenizer  # noqa: E402
+from tests.sessions import session_in_parts, streamed_in_chunks  # noqa: E402
 
 MARKS = [chr(cp) for cp in range(0x300, 0x340)] + list("\u05b0\u05bc\u05b4\u05c1\u0591\u064e\u0651\u0650\u0670\u093c\u094d")
 THAI = list("\u0e38\u0e39\u0e48\u0e49\u0e4a\u0e4b\u0e31\u0e34\u0e35\u0e47\u0e4c\u0e3a")
@@ -38,17 +43,10 @@ HEADS = ["", "x", "Hi ", "<|im_start|>user\n", "ab "]
 TAILS = ["", "x", " x", "\n", "!", "7", "/x", "<|im_end|>"]
 
 
-def session_in_parts(tok: Tokenizer, ref: tokenizers.Tokenizer, text: str, rng: random.Random) -> str | None:
+def session_case(tok: Tokenizer, ref: tokenizers.Tokenizer, text: str, rng: random.Random) -> str | None:
     """None if the session's ids equal tokenizers' at every check, else what differed."""
-    session = tok.prompt_session(add_special_tokens=False)
-    at = 0
-    while at < len(text):
-        step = rng.randint(1, 1500)
-        session.append(text[at : at + step])
-        at += step
-        if (rng.random() < 0.3 or at >= len(text)) and session.ids != ref.encode(text[:at], add_special_tokens=False).ids:
-            return f"session differs after {at} characters of {ascii(text[:40])}"
-    return None
+    differed = session_in_parts(tok, ref, text, rng)[1]
+    return None if differed < 0 else f"session differs after {differed} characters of {ascii(text[:40])}"
 
 
 def marks_case(tok: Tokenizer, ref: tokenizers.Tokenizer, rng: random.Random) -> str | None:
@@ -58,32 +56,25 @@ def marks_case(tok: Tokenizer, ref: tokenizers.Tokenizer, rng: random.Random) ->
     else:
         period = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
         run = (period * 8000)[: rng.randint(2000, 8000)]
-    return session_in_parts(tok, ref, rng.choice(HEADS) + rng.choice(STARTERS) + run + rng.choice(TAILS), rng)
+    return session_case(tok, ref, rng.choice(HEADS) + rng.choice(STARTERS) + run + rng.choice(TAILS), rng)
 
 
 def joining_case(tok: Tokenizer, ref: tokenizers.Tokenizer, rng: random.Random) -> str | None:
     text = "".join(rng.choice(JOINING) for _ in range(rng.randint(1, 80)))
-    encoder = tok.stream_encoder()
-    ids: list[int] = []
-    at = 0
-    while at < len(text):
-        step = rng.randint(1, 5)
-        encoder.feed(text[at : at + step], ids)
-        at += step
-    encoder.finish(ids)
+    ids = streamed_in_chunks(tok, text, rng, 5)
     return None if ids == ref.encode(text, add_special_tokens=False).ids else f"stream differs on {ascii(text)}"
 
 
 def whitespace_case(tok: Tokenizer, ref: tokenizers.Tokenizer, rng: random.Random) -> str | None:
     units = rng.sample(WHITESPACE, rng.randint(1, 3))
     run = "".join(rng.choice(units) for _ in range(rng.randint(2000, 6000)))
-    return session_in_parts(tok, ref, rng.choice(HEADS) + run + rng.choice(TAILS), rng)
+    return session_case(tok, ref, rng.choice(HEADS) + run + rng.choice(TAILS), rng)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", help="folder under --tokenizers (default: qwen3)")
-    parser.add_argument("--tokenizers", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "tokenizers")
+    parser.add_argument("--tokenizers", type=Path, default=ROOT.parent / "shared" / "data" / "tokenizers")
     parser.add_argument("--cases", type=int, default=300, help="cases of each kind per model")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

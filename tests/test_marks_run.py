@@ -23,7 +23,7 @@ import unicodedata2
 from peek2.serving import marks_run
 from peek2.tokenizer import Tokenizer
 from tests.scaling import growth
-from tests.sessions import appended_in_parts
+from tests.sessions import appended_in_parts, streamed_in_chunks
 
 LATIN = [chr(cp) for cp in range(0x300, 0x370)]
 OTHER = ["\u0e38", "\u0e39", "\u0e48", "\u0e49", "\u05b0", "\u05bc", "\u05b4", "\u064e", "\u0651", "\u0650", "\u0327", "\u0328", "\u031b", "\u0345", "\u0344", "\u0f73", "\u093c"]
@@ -136,14 +136,7 @@ def test_stream_cuts_nfc_runs_where_the_scalar_before_allows(pair: tuple[Tokeniz
     rng = random.Random(2324)
     for _ in range(300):
         text = "".join(rng.choice(JOINING) for _ in range(rng.randint(1, 60)))
-        encoder = tok.stream_encoder()
-        ids: list[int] = []
-        at = 0
-        while at < len(text):
-            step = rng.randint(1, 4)
-            encoder.feed(text[at : at + step], ids)
-            at += step
-        assert encoder.finish(ids) == ref.encode(text, add_special_tokens=False).ids, ascii(text)
+        assert streamed_in_chunks(tok, text, rng, 4) == ref.encode(text, add_special_tokens=False).ids, ascii(text)
 
     def jamo(n: int) -> str:
         return "\u1100" + "\u1161\u11a8" * (n // 2)
