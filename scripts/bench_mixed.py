@@ -12,13 +12,20 @@ text is drawn again, so every engine encodes the same text. peek2's ids must equ
 every document; the others' differences are counted (tiktoken with Meta's rank file agrees with
 the Llama-3.1 file, not with Llama-3.2's).
 
+Every round draws a new document set (--seed + round; the first set warms every engine up and is
+not timed), and every engine encodes it in turn, keeping whatever it cached from the rounds before:
+a worker in its steady state on a stream of documents it has not seen. (This script used to time
+every engine on one document set again and again, emptying peek2's piece cache before each run:
+fastokens, whose own caches keep what they saw, then met the same documents again, at about twice
+its speed on new ones, and peek2 did not.) peek2's ids must equal tokenizers' in every round.
+
 The process is pinned to one CPU (``os.sched_setaffinity``) and every engine runs on it, so
-the figures are per core, whatever threads an engine starts: peek2 ``encode_batch`` (its piece
-cache emptied before every run, as a new process), fastokens ``encode_batch``, tiktoken
-``encode_ordinary_batch(num_threads=1)`` and tokenizers ``encode_batch``, without special tokens.
-"pre-tokenizer only" is the scan that finds the pieces (``peek2.pretokenize.scanner.piece_count``: nothing made
-per piece, as inside an encode) over the same documents: its time over encode's is the
-pre-tokenizer's share of the encode.
+the figures are per core, whatever threads an engine starts: peek2 ``encode_batch``, fastokens
+``encode_batch``, tiktoken ``encode_ordinary_batch(num_threads=1)`` and tokenizers
+``encode_batch``, without special tokens. The ratios are the medians of each round's ratios.
+"pre-tokenizer only" is the scan that finds the pieces
+(``peek2.pretokenize.scanner.piece_count``: nothing made per piece, as inside an encode) over the
+same documents: its time over encode's is the pre-tokenizer's share of the encode.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_encode import tiktoken_llama3  # noqa: E402
 from corpora import ROOT  # noqa: E402
-from timing import describe, interleaved, model_arguments, table  # noqa: E402
+from timing import describe, model_arguments  # noqa: E402
 
 from compliance.xnli import iter_xnli_tsv  # noqa: E402
 from peek2.pretokenize.scanner import piece_count  # noqa: E402
@@ -80,8 +89,8 @@ def mixed_documents(folder: Path, size: int, seed: int = 0, avoid: tuple[str, ..
 
 def main() -> int:
     parser = model_arguments(__doc__, "llama3.1", 5, ())
-    parser.add_argument("--mb", type=float, default=8.0, help="size of the document set")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mb", type=float, default=8.0, help="size of each round's document set")
+    parser.add_argument("--seed", type=int, default=0, help="the warm-up set's seed (round r draws with seed + r)")
     parser.add_argument("--cpu", type=int, default=0, help="the CPU to pin the process to")
     args = parser.parse_args()
     os.sched_setaffinity(0, {args.cpu})
@@ -90,33 +99,52 @@ def main() -> int:
     path = args.tokenizers / args.model / "tokenizer.json"
     ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
     added = tuple(token.content for token in ours.spec.added_tokens)
-    documents = mixed_documents(args.data, int(args.mb * 1e6), args.seed, added)
-    engines: dict[str, Callable[[], list[list[int]]]] = {
-        "peek2 encode_batch": lambda: ours.encode_batch(documents, add_special_tokens=False),
-        "tokenizers encode_batch": lambda: [e.ids for e in reference.encode_batch(documents, add_special_tokens=False)],
+    engines: dict[str, Callable[[list[str]], list[list[int]]]] = {
+        "peek2 encode_batch": lambda texts: ours.encode_batch(texts, add_special_tokens=False),
+        "tokenizers encode_batch": lambda texts: [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)],
     }
     if importlib.util.find_spec("fastokens"):
         import fastokens
 
         fast = fastokens.Tokenizer.from_file(str(path))
-        engines["fastokens encode_batch"] = lambda: [e.ids for e in fast.encode_batch(documents, add_special_tokens=False)]
+        engines["fastokens encode_batch"] = lambda texts: [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
     if ours.family == "llama3" and importlib.util.find_spec("tiktoken"):
         encoding = tiktoken_llama3(args.tokenizers / "llama3.2" / "tokenizer.model")
-        engines["tiktoken encode_ordinary_batch"] = lambda: encoding.encode_ordinary_batch(documents, num_threads=1)
-    expected = engines["tokenizers encode_batch"]()
-    assert engines["peek2 encode_batch"]() == expected, "peek2's ids differ from tokenizers'"
-    differ = {name: sum(a != b for a, b in zip(run(), expected)) for name, run in engines.items()}
+        engines["tiktoken encode_ordinary_batch"] = lambda texts: encoding.encode_ordinary_batch(texts, num_threads=1)
     family = FAMILIES[ours.family]
-    scan = lambda: [piece_count(d, family.stage2, family.rules) for d in documents]  # noqa: E731
-    runs: dict[str, Callable[[], object]] = {**engines, "pre-tokenizer only": scan}
-    print(describe(args) + f", pinned to CPU {args.cpu}")
-    nbytes = sum(len(d.encode("utf-8")) for d in documents)
-    seconds = interleaved(runs, args.runs, before=ours._engine.cache.clear)
+    engines["pre-tokenizer only"] = lambda texts: [[piece_count(d, family.stage2, family.rules)] for d in texts]
+    rates: dict[str, list[float]] = {name: [] for name in engines}
+    differ = dict.fromkeys(engines, 0)
+    sizes = []
+    for round_ in range(args.runs + 1):  # round 0 warms up
+        documents = mixed_documents(args.data, int(args.mb * 1e6), args.seed + round_, added)
+        nbytes = sum(len(d.encode("utf-8")) for d in documents)
+        results = {}
+        for name, run in engines.items():
+            start = time.perf_counter()
+            results[name] = run(documents)
+            seconds = time.perf_counter() - start
+            if round_:
+                rates[name].append(nbytes / seconds / 1e6)
+        expected = results["tokenizers encode_batch"]
+        assert results["peek2 encode_batch"] == expected, f"peek2's ids differ from tokenizers' (seed {args.seed + round_})"
+        for name in engines:
+            if name != "pre-tokenizer only":
+                differ[name] += sum(a != b for a, b in zip(results[name], expected))
+        sizes.append((len(documents), nbytes))
+    print(describe(args) + f" on new documents each, pinned to CPU {args.cpu}")
+    documents_, nbytes_ = sizes[-1]
     agree = ", ".join(f"{name.split()[0]} {count}" for name, count in differ.items() if count) or "none"
-    print(f"\n{len(documents)} documents, {nbytes / 1e6:.2f} MB; documents whose ids differ from tokenizers': {agree}")
-    baselines = [b for b in ("fastokens encode_batch", "tiktoken encode_ordinary_batch", "tokenizers encode_batch") if b in runs]
-    print(table(nbytes, seconds, baselines))
-    share = sorted(seconds["pre-tokenizer only"])[args.runs // 2] / sorted(seconds["peek2 encode_batch"])[args.runs // 2]
+    print(f"\n{args.runs} sets of about {nbytes_ / 1e6:.2f} MB ({documents_} documents in the last); documents whose ids differ from tokenizers': {agree}")
+    baselines = [b for b in ("fastokens encode_batch", "tiktoken encode_ordinary_batch", "tokenizers encode_batch") if b in engines]
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    print(f"  {'engine':32} {'MB/s median':>11} {'(min - max)':>16}  " + "  ".join(f"x {b.split()[0]:>10}" for b in baselines))
+    for name, values in rates.items():
+        # Each round's ratio, then their median: a drift of the machine between rounds cancels.
+        ratios = "  ".join(f"{statistics.median(v / w for v, w in zip(values, rates[b])):12.2f}" for b in baselines)
+        span = f"({min(values):.1f} - {max(values):.1f})"
+        print(f"  {name:32} {medians[name]:11.1f} {span:>16}  {ratios}")
+    share = statistics.median(v / w for v, w in zip(rates["peek2 encode_batch"], rates["pre-tokenizer only"]))
     print(f"\npre-tokenizer's share of peek2's encode_batch: {share:.0%}")
     return 0
 
