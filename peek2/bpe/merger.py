@@ -115,6 +115,18 @@ Performance notes (scripts/bench_encode.py, compiled):
   and a fresh int costs an allocation, a free and a data-dependent branch. Checked again after
   the filters, in paired runs inside one process (fresh ints above id 8,192, shared below, against
   all shared): 6,000 XNLI sentences +-0, XNLI +4%, Chinese +12%, English -2%: all shared stays.
+  That holds for one long text; a short list is the other way round. ``encode_batch`` of
+  documents of a few hundred ids each (``scripts/bench_mixed.py``'s sets) spent 9% of its time
+  in the increfs of ``encode_list_prefix``, nearly all of it waiting on the int objects of
+  ids scattered over 4 MB (``perf annotate``), and more in the garbage collector's visits of
+  the same objects through the lists. A list of at most ``FRESH_INTS_MAX_IDS`` ids now makes
+  its ids from ``FRESH_INTS_FROM`` up as new ints, which sit together in memory just written
+  (a longer list keeps all shared: 4,096 new ints are 128 KB). Paired in one process (the rule
+  switched at each call, 15 rounds, best runs; Llama-3.1): the mixed documents 19.3 -> 20.4
+  MB/s, 20,000 XNLI sentences one by one 16.8 -> 18.1, XNLI as one text 26.0 -> 26.3 (its list
+  is long: unchanged, the control). Making every id above 256 new: the same within the noise.
+  A batch's result holds the new ints (32 bytes each, 1.2M of the 2.1M ids of 8 MB of mixed
+  documents: 39 MB beside the lists' 17 MB); the other engines make an int for every id.
 - ``_merge_text`` makes the UTF-8 bytes from the code points in place: no slice of the piece,
   no ``str.encode``, no bytes object: estimated cycles English -0.7%, XNLI -2.1%, Chinese -6.8%.
 - ``PlainEncode``: ``Tokenizer.encode`` compiled for text without added tokens, installed as
@@ -197,6 +209,8 @@ PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
 FILTER_WORDS: Final = 1 << 15  # MergeTable's filter: 256 KB, 7.5 bits a merge for Llama-3
 TOKEN_FILTER_WORDS: Final = 1 << 14  # the vocabulary's filter (ignore_merges): 128 KB
 OUT_IDS_KEPT: Final = 1 << 20  # a larger ids buffer (8 MB) is dropped after the call
+FRESH_INTS_MAX_IDS: Final = 4096  # encode_list: a list of at most this many ids ...
+FRESH_INTS_FROM: Final = 8192  # ... makes its ids from this one up as new ints (the rest: shared_ints)
 # WholeChars entries: a token id and, above it, where the character may not enter as that token.
 WHOLE_NOT_AFTER_ASCII: Final = 1 << ID_BITS
 WHOLE_NOT_AFTER_LISTED: Final = 2 << ID_BITS  # ... after a character paired with it in ``before``
@@ -216,10 +230,11 @@ _NO_IDS: Final[list[int]] = []  # an empty head for encode_list (never changed)
 def shared_ints(count: int) -> tuple[Any, ...]:
     """The int objects 0 .. count - 1, made once a process (one tuple, made larger for a larger vocabulary).
 
-    The ids an engine returns are these objects (see the performance notes): no int is made for
-    an id, and none is freed with the list. A tuple, not a list: the garbage collector stops
-    tracking a tuple of ints at its first pass, where it walks a list of 128K ints at every full
-    collection (see ``peek2.tokenizer``'s notes on collections).
+    The ids of a long text are these objects (see the performance notes): no int is made for an
+    id, and none is freed with the list (a short list makes its rarer ids as new ints). A tuple,
+    not a list: the garbage collector stops tracking a tuple of ints at its first pass, where it
+    walks a list of 128K ints at every full collection (see ``peek2.tokenizer``'s notes on
+    collections).
     """
     ints = _SHARED_INTS[0]
     if len(ints) < count:
@@ -871,9 +886,19 @@ class BytePairEncoder:
         result: list[Any] = [None] * (size + count)
         for k in range(size):
             result[k] = head[k]
-        for k in range(count):
-            token_id = ids[k]
-            result[size + k] = shared[token_id]
+        if count <= FRESH_INTS_MAX_IDS:
+            # A short list (a document of a batch, a sentence) makes its rarer ids as new ints: see
+            # the performance notes on shared ints.
+            for k in range(count):
+                token_id = ids[k]
+                if token_id < FRESH_INTS_FROM:
+                    result[size + k] = shared[token_id]
+                else:
+                    result[size + k] = token_id
+        else:
+            for k in range(count):
+                token_id = ids[k]
+                result[size + k] = shared[token_id]
         self._give_back(ids)
         return result
 
