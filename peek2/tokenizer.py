@@ -56,13 +56,18 @@ if TYPE_CHECKING:  # the serving modules are imported when first used
     from peek2.serving.incremental import PromptCache, PromptSession
     from peek2.serving.streaming import StreamDecoder, StreamEncoder
 
-DEFAULT_CACHE_SIZE = 16_384
-"""Pieces kept in the piece cache (each at most 128 characters).
+DEFAULT_CACHE_SIZE = 1 << 20
+"""Pieces kept in the piece cache (each at most 128 characters): 1,048,576.
 
-The cache takes at most about 550 bytes a piece of ``cache_size`` (32-64 of slots, 512 of ids and
-packed characters on average): 8.5 MB for the default, 0.8-2.3 MB on ordinary text. Besides the
-cache, an engine keeps the ids buffer of its largest text so far, up to 8 MB, and a process keeps
-one int object per vocabulary id (4 MB for Llama-3), shared by every tokenizer.
+The slots grow with the pieces kept (16 bytes a slot, twice as many slots as pieces) and the ids
+and packed characters take 64 words a piece on average and 64 MB at most: at most 96 MB for the
+default, 0.8-2.9 MB on a megabyte of ordinary text, 35 MB after 100 MB of mixed documents of 15
+languages (300K distinct pieces). Large, because most pieces of a corpus or a stream of prompts
+come back, but not within a few thousand pieces: encode_batch on new documents was 1.5x faster
+than with 16,384 pieces (``scripts/bench_mixed.py``'s sets, after two sets seen), and one
+megabyte at a time the same within the noise. Besides the cache, an engine keeps the ids buffer
+of its largest text so far, up to 8 MB, and a process keeps one int object per vocabulary id (4 MB
+for Llama-3), shared by every tokenizer.
 """
 
 _NO_IDS: list[int] = []  # an empty head for encode_list, which does not change it

@@ -153,8 +153,17 @@ Performance notes (scripts/bench_encode.py, compiled):
   the sentences corpus, encoded one by one: 9.8 -> 7.5 ms (1,332 calls timed each, best of two
   passes); the sentences corpus, o200k_base against tiktoken: 1.70x -> 1.80x (``python
   scripts/bench_families.py --runs 5``).
-- Tried and reverted: a larger piece cache (65,536 or 262,144 pieces: slower, more memory
-  to clear); the shared ints made on first use instead of all at once, so that the ids a text
+- The piece cache's size (``peek2.tokenizer.DEFAULT_CACHE_SIZE``). 65,536 or 262,144 pieces had
+  measured slower than 16,384 when every run started with an empty cache, on one megabyte of
+  text: such a run meets few pieces again after thousands of others. A worker of a corpus
+  does: 8 MB sets of new mixed documents (``scripts/bench_mixed.py``'s, 105K distinct pieces a
+  set, 20% of its bytes in their first occurrences), encoded one after another by tokenizers
+  of each size in one process, paired, after two sets: 131,072 pieces 1.16x, 524,288 1.44x,
+  1,048,576 1.55x the speed of 16,384 (which empties itself 6 times a set). Started empty, on
+  the 1 MB corpora and the 20,000 sentences (9 paired runs): 1,048,576 against 16,384 within
+  0.97-1.09x. The default is 1,048,576; the slots grow with the pieces (a megabyte of text
+  keeps 0.5-1 MB of them), and ``MULTI_WORDS_MAX`` bounds the ids.
+- Tried and reverted: the shared ints made on first use instead of all at once, so that the ids a text
   uses often sit together (1M characters of XNLI, Chinese, English, three alternating
   processes of each build: within the noise).
 - Whole characters (``_merge_text``; ``_merge_whole_chars`` before): in the Chinese corpus 88%
@@ -204,7 +213,8 @@ HASH_MASK: Final = (1 << 52) - 1
 KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
 MAX_CACHE_SIZE: Final = 1 << 22  # PieceCache: pieces at most (up to 2.3 GB if every one is long and rare)
 INITIAL_CACHE_SLOTS: Final = 1 << 10  # PieceCache: slots at first (16 KB), doubled as pieces come
-MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: 8 MB of ids and words for 16,384 pieces at most
+MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: ids and words, 64 a piece of its size on average ...
+MULTI_WORDS_MAX: Final = 1 << 23  # ... and 64 MB at most, whatever its size
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
 FILTER_WORDS: Final = 1 << 15  # MergeTable's filter: 256 KB, 7.5 bits a merge for Llama-3
 TOKEN_FILTER_WORDS: Final = 1 << 14  # the vocabulary's filter (ignore_merges): 128 KB
@@ -442,7 +452,7 @@ class PieceCache:
     A hashed key (below EXACT_KEY) always has its ids in ``multi``, followed by the piece's
     code points packed into words (``_hashed_key``), to compare against. At most ``size``
     pieces (half the slots), and ``multi`` at most ``MULTI_WORDS_PER_PIECE`` words a piece on
-    average (plus the last piece's): when either is full it is emptied.
+    average and ``MULTI_WORDS_MAX`` in all (plus the last piece's): when either is full it is emptied.
     """
 
     def __init__(self, size: int, full: bool = False) -> None:
@@ -460,8 +470,8 @@ class PieceCache:
         self.mask: i64 = start - 1
         self.entries = vec[i64]([0] * (2 * start))
         self.multi = vec[i64]()
-        # Pieces of 128 rare characters take 600 words each; ordinary ones a few.
-        self.multi_limit: Final[i64] = MULTI_WORDS_PER_PIECE * size
+        # Pieces of 128 rare characters take 600 words each; ordinary ones 2-10.
+        self.multi_limit: Final[i64] = min(MULTI_WORDS_PER_PIECE * size, MULTI_WORDS_MAX)
         self.count: i64 = 0
 
     def clear(self) -> None:
