@@ -10,7 +10,7 @@ tiktoken ``Encoding`` objects built from the same files with tiktoken's own ``pa
 (``tiktoken_ext.openai_public``); peek2 with the Llama-3.1 and DeepSeek-V3 tokenizer.json files
 and GPT-2's ``encoder.json`` + ``vocab.bpe`` (``shared/data``). The ids of each peek2 encoding are
 checked equal to tiktoken's before timing. MB/s of UTF-8 input, median of --runs interleaved
-rounds. The split (pre-tokenizer) figures of each family: ``scripts/bench_pretokenize.py --family``.
+rounds; the ratios are the medians of each round's ratios. The split (pre-tokenizer) figures of each family: ``scripts/bench_pretokenize.py --family``.
 """
 
 from __future__ import annotations
@@ -83,11 +83,15 @@ def main() -> int:
         runs = {engine: (lambda e=encode: [e(t) for t in texts]) for engine, encode in encoders.items()}
         seconds = interleaved(runs, args.runs, before=clear)
         rate = {engine: nbytes / statistics.median(times) / 1e6 for engine, times in seconds.items()}
+        # Each round's ratio, then their median: a drift of the machine between rounds cancels.
         ratios = [
-            rate["peek2 o200k_base"] / rate["tiktoken o200k_base"],
-            rate["peek2 cl100k_base"] / rate["tiktoken cl100k_base"],
-            rate["peek2 gpt2"] / rate["peek2 llama3.1"],
-            rate["peek2 deepseek-v3"] / rate["peek2 llama3.1"],
+            statistics.median(b / a for a, b in zip(seconds[engine], seconds[baseline]))
+            for engine, baseline in (
+                ("peek2 o200k_base", "tiktoken o200k_base"),
+                ("peek2 cl100k_base", "tiktoken cl100k_base"),
+                ("peek2 gpt2", "peek2 llama3.1"),
+                ("peek2 deepseek-v3", "peek2 llama3.1"),
+            )
         ]
         cells = [f"{rate[engine]:.1f}" for engine in encoders] + [f"{r:.2f}x" for r in ratios]
         print(f"| {name} ({nbytes / 1e6:.1f} MB) | " + " | ".join(cells) + " |", flush=True)
