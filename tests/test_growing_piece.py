@@ -162,8 +162,10 @@ def test_session_growing_one_piece_is_linear(data_dir: Path, unit: str) -> None:
             large = cpu_seconds(lambda: session_ids(tok, [part] * 152))
             assert large < 4 * once, f"{name} {unit!r}: the session took {large / once:.1f}x one encode by tokenizers"
             continue
-        small = cpu_seconds(lambda: session_ids(tok, [part] * 38))
-        large = cpu_seconds(lambda: session_ids(tok, [part] * 152))
+        # Best of 5: the small session takes 10-30 ms, where one preempted run on a busy machine
+        # moved the ratio past the bound (6.4x once, in a run of the whole suite).
+        small = cpu_seconds(lambda: session_ids(tok, [part] * 38), repeat=5)
+        large = cpu_seconds(lambda: session_ids(tok, [part] * 152), repeat=5)
         assert large / small < 6, f"{name} {unit!r}: 4x the appends took {large / small:.1f}x the time"
 
 
