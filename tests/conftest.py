@@ -55,4 +55,10 @@ def fuzz_examples(default: int) -> int:
     return int(os.environ.get("PEEK2_FUZZ_EXAMPLES", default))
 
 
-__all__ = ["FAMILIES", "fuzz_examples", "ours", "reference_split"]
+def xnli_every() -> int:
+    """The share of XNLI the id checks run: one row in PEEK2_XNLI_EVERY of each language and split
+    (default 4, the sample CI runs within its time; 1 runs all of it, as ``python -m compliance.xnli`` does)."""
+    return int(os.environ.get("PEEK2_XNLI_EVERY", 4))
+
+
+__all__ = ["FAMILIES", "fuzz_examples", "ours", "reference_split", "xnli_every"]

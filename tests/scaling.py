@@ -11,7 +11,7 @@ import time
 from typing import Callable
 
 
-def cpu_seconds(call: Callable[[], object], repeat: int = 3) -> float:
+def cpu_seconds(call: Callable[[], object], repeat: int = 5) -> float:
     best = float("inf")
     for _ in range(repeat):
         start = time.process_time()
