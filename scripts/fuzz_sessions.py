@@ -8,8 +8,8 @@ Three kinds of case, each compared with tokenizers' encode of the text so far:
 - ``joining``: short texts of scalars NFC joins to what precedes them (Hangul jamo, Indic second
   halves, marks, U+212B...) streamed in chunks of 1-5 characters (the NFC cuts of the stream);
 - ``whitespace``: runs of mixed whitespace (spaces, tabs, newlines, no-break spaces) and
-  punctuation followed by newlines, appended to a session (``StreamEngine._finish_run``,
-  ``_newline_cut`` and rule 3's kept head).
+  punctuation followed by newlines and "/" (o200k's ``[\\r\\n/]*``), appended to a session
+  (``StreamEngine._finish_run``, ``_newline_cut``, rule 3's kept head and its slash-newline runs).
 tests/test_marks_run.py and tests/test_growing_piece.py run samples of these in CI.
 
     python scripts/fuzz_sessions.py --model qwen3 --model gpt4o --cases 300
@@ -38,7 +38,7 @@ JOINING = list("\u1100\u1112\u1161\u1175\u11a8\u11c2\uac00\uac01\ud7a3\u0301\u03
 JOINING += list("\u0bc6\u0bbe\u0bd7\u0bca\u09c7\u09be\u09d7\u09cb\u0cbf\u0cd5\u0cc6\u0cc2\u0cca\u0cc0\u0d46\u0d3e")
 JOINING += list("\u0dd9\u0dcf\u0dca\u0b47\u0b3e\u0b56\u0b57\u1025\u102e\u1b05\u1b35\u212b\u01d5\u1e17\u0390\u0958\u2126")
 JOINING += list("a !\n") + ["\u1ab0", "\u05b0", "\u0e38", "\u0e48"]
-WHITESPACE = [" ", "\t", "\n", "\r\n", "\xa0", "\u3000", " \n", "\n  ", "!\n", "!/", "\n/"]
+WHITESPACE = [" ", "\t", "\n", "\r\n", "\xa0", "\u3000", " \n", "\n  ", "!\n", "!/", "\n/", "/\n", "//", "/\r\n"]
 HEADS = ["", "x", "Hi ", "<|im_start|>user\n", "ab "]
 TAILS = ["", "x", " x", "\n", "!", "7", "/x", "<|im_end|>"]
 

@@ -41,9 +41,10 @@ RUNS = {
     "emoji": "😀🎉",
     "space-newline": " \n",  # a whitespace run whose \s*[\r\n]+ piece grows (StreamEngine._newline_cut)
     "mixed whitespace": "\t \n\xa0",
+    "slash-newline": "/\n",  # o200k's [\r\n/]* after punctuation: two categories, one growing piece
 }
 HEADS = ["", "x", "Hi ", "\n", "1", "!"]
-TAILS = ["", " x", "x", "\n", "!", "7", " \n", "'s", "<|eot|>", "/x"]
+TAILS = ["", " x", "x", "\n", "!", "7", " \n", "'s", "<|eot|>", "/x", "/!!"]
 
 
 @pytest.fixture(scope="module", params=MODELS)
@@ -283,6 +284,45 @@ def test_newlines_after_punctuation_with_o200k(data_dir: Path) -> None:
         return session_ids(tok, ["!"] + ["\n" * 1000] * n)
 
     assert session(20) == tok.encode("!" + "\n" * 20_000, False)
+    small = cpu_seconds(lambda: session(38))
+    large = cpu_seconds(lambda: session(152))
+    assert large / small < 6, f"4x the appends took {large / small:.1f}x the time"
+
+
+SLASH_UNITS = ["/", "\n", "\r\n", "//", "\n\n", "/\n", "\r", "\n/"]
+
+
+def test_slash_and_newline_runs_after_punctuation_with_o200k(data_dir: Path) -> None:
+    """Issue 23, item 2, found again: with o200k, punctuation then "/" and newlines mixed ("!" +
+    "/\\n" * n) is one growing piece of two categories, which rule 3 left alone, and a prompt
+    session re-encoded all of it at every append (80K characters in 1K appends: 0.51-0.72 s, 9-16x
+    the time of 20K; tokenizers' one encode 0.03-0.05 s). Random runs of those units after and
+    before every kind of text, streamed and appended in random parts, against tokenizers; then
+    the pending text's bound, and 4x the appends in under 6x the time."""
+    path = data_dir / "tokenizers" / "gpt4o" / "tokenizer.json"
+    tok, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    limit = streaming.plan_of(tok).interior_min
+    rng = random.Random(2411)
+    heads = ["!", " !", "Hi!", "", "x", "/", ".", "\n", "?!", "a/"]
+    tails = ["", "!!", "/!!", "x", "/x", "\n!", " ", "/", "\n", "'s", " x", "\r\n/."]
+    for _ in range(40):
+        units = rng.sample(SLASH_UNITS, rng.randint(1, 3))
+        run = "".join(rng.choice(units) for _ in range(rng.randint(limit, 3 * limit)))
+        text = rng.choice(heads) + run + rng.choice(tails)
+        expected = ref.encode(text, add_special_tokens=False).ids
+        ids, longest, early = stream(tok, cuts(rng, text))
+        assert ids == expected, (ascii(text[:12]), ascii(text[-12:]))
+        appended_in_parts(tok, ref, text, rng)
+    text = "Hi!" + "/\n" * (10 * limit) + "/!!"
+    ids, longest, early = stream(tok, [text[k : k + 100] for k in range(0, len(text), 100)])
+    assert ids == ref.encode(text, add_special_tokens=False).ids
+    assert longest <= limit + 100 + 8
+    assert early >= 0.9 * len(ids)
+
+    def session(n: int) -> list[int]:
+        return session_ids(tok, ["!"] + [("/\n" * 500)[:1000]] * n)
+
+    assert session(20) == ref.encode("!" + "/\n" * 10_000, add_special_tokens=False).ids
     small = cpu_seconds(lambda: session(38))
     large = cpu_seconds(lambda: session(152))
     assert large / small < 6, f"4x the appends took {large / small:.1f}x the time"
