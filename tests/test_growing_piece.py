@@ -19,7 +19,7 @@ import tokenizers
 
 from peek2.serving import streaming
 from peek2.tokenizer import Tokenizer
-from tests.scaling import cpu_seconds
+from tests.scaling import paired_ratio
 from tests.sessions import appended_in_parts
 
 MODELS = ["llama3.1", "qwen3", "gpt4o", "deepseek-v3"]
@@ -159,15 +159,11 @@ def test_session_growing_one_piece_is_linear(data_dir: Path, unit: str) -> None:
             # append (peek2.serving.marks_run): the session costs less than 4 encodes of the whole
             # text by tokenizers, measured in this run (1.7-2.4x; 46x at 80K characters before).
             ref = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / name / "tokenizer.json"))
-            once = cpu_seconds(lambda: ref.encode(part * 152, add_special_tokens=False))
-            large = cpu_seconds(lambda: session_ids(tok, [part] * 152))
-            assert large < 4 * once, f"{name} {unit!r}: the session took {large / once:.1f}x one encode by tokenizers"
+            ratio = paired_ratio(lambda: ref.encode(part * 152, add_special_tokens=False), lambda: session_ids(tok, [part] * 152))
+            assert ratio < 4, f"{name} {unit!r}: the session took {ratio:.1f}x one encode by tokenizers"
             continue
-        # Best of 5: the small session takes 10-30 ms, where one preempted run on a busy machine
-        # moved the ratio past the bound (6.4x once, in a run of the whole suite).
-        small = cpu_seconds(lambda: session_ids(tok, [part] * 38), repeat=5)
-        large = cpu_seconds(lambda: session_ids(tok, [part] * 152), repeat=5)
-        assert large / small < 6, f"{name} {unit!r}: 4x the appends took {large / small:.1f}x the time"
+        ratio = paired_ratio(lambda: session_ids(tok, [part] * 38), lambda: session_ids(tok, [part] * 152))
+        assert ratio < 6, f"{name} {unit!r}: 4x the appends took {ratio:.1f}x the time"
 
 
 @pytest.mark.parametrize("name", ["llama3.1", "qwen3", "gpt4o"])
@@ -190,9 +186,8 @@ def test_session_of_a_newline_then_growing_spaces_is_linear(data_dir: Path, name
             text += part
             if k % 3 == 0 or k == len(parts) - 1:
                 assert session.ids == tok.encode(text, False), (name, k, ascii(part[:10]))
-    small = cpu_seconds(lambda: session_ids(tok, ["\n"] + [spaces] * 38))
-    large = cpu_seconds(lambda: session_ids(tok, ["\n"] + [spaces] * 152))
-    assert large / small < 6, f"{name}: 4x the appends took {large / small:.1f}x the time"
+    ratio = paired_ratio(lambda: session_ids(tok, ["\n"] + [spaces] * 38), lambda: session_ids(tok, ["\n"] + [spaces] * 152))
+    assert ratio < 6, f"{name}: 4x the appends took {ratio:.1f}x the time"
 
 
 def test_rule_three_keeps_its_promise_on_random_runs(data_dir: Path) -> None:
@@ -260,9 +255,8 @@ def test_session_of_growing_mixed_whitespace(pair: tuple[str, Tokenizer, tokeniz
         run = "".join(rng.choice(units) for _ in range(rng.randint(2000, 5000)))
         appended_in_parts(tok, ref, rng.choice(HEADS) + run + rng.choice(TAILS), rng)
     part = (" \n" * 500)[:1000]
-    small = cpu_seconds(lambda: session_ids(tok, ["x"] + [part] * 38))
-    large = cpu_seconds(lambda: session_ids(tok, ["x"] + [part] * 152))
-    assert large / small < 6, f"{name}: 4x the appends took {large / small:.1f}x the time"
+    ratio = paired_ratio(lambda: session_ids(tok, ["x"] + [part] * 38), lambda: session_ids(tok, ["x"] + [part] * 152))
+    assert ratio < 6, f"{name}: 4x the appends took {ratio:.1f}x the time"
 
 
 def test_newlines_after_punctuation_with_o200k(data_dir: Path) -> None:
@@ -284,9 +278,8 @@ def test_newlines_after_punctuation_with_o200k(data_dir: Path) -> None:
         return session_ids(tok, ["!"] + ["\n" * 1000] * n)
 
     assert session(20) == tok.encode("!" + "\n" * 20_000, False)
-    small = cpu_seconds(lambda: session(38))
-    large = cpu_seconds(lambda: session(152))
-    assert large / small < 6, f"4x the appends took {large / small:.1f}x the time"
+    ratio = paired_ratio(lambda: session(38), lambda: session(152))
+    assert ratio < 6, f"4x the appends took {ratio:.1f}x the time"
 
 
 SLASH_UNITS = ["/", "\n", "\r\n", "//", "\n\n", "/\n", "\r", "\n/"]
@@ -323,6 +316,5 @@ def test_slash_and_newline_runs_after_punctuation_with_o200k(data_dir: Path) -> 
         return session_ids(tok, ["!"] + [("/\n" * 500)[:1000]] * n)
 
     assert session(20) == ref.encode("!" + "/\n" * 10_000, add_special_tokens=False).ids
-    small = cpu_seconds(lambda: session(38))
-    large = cpu_seconds(lambda: session(152))
-    assert large / small < 6, f"4x the appends took {large / small:.1f}x the time"
+    ratio = paired_ratio(lambda: session(38), lambda: session(152))
+    assert ratio < 6, f"4x the appends took {ratio:.1f}x the time"

@@ -17,7 +17,7 @@ import pytest
 import tokenizers
 
 from peek2.tokenizer import Tokenizer
-from tests.scaling import cpu_seconds, growth
+from tests.scaling import growth
 
 
 def qwen3_chat(turns: int) -> str:
