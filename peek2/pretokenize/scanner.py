@@ -44,11 +44,12 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
   English with o200k went from 140 to 176 MB/s (``piece_count``, best of 7; classic llama3's:
   210), and o200k_base encode against tiktoken's from 1.81x to 2.05x on English and 1.72x to
   1.96x on XNLI (``python scripts/bench_families.py --runs 5``).
-- The cased shape's lowercase run (``_lower_run_end``) takes a-z without reading the table:
-  English with o200k_base, encode with the piece cache emptied, 26.9 -> 25.2 ms a megabyte
-  (fastest of 8 processes of each build, alternated; medians 33.5 -> 27.7). Instructions
-  (callgrind, 300K characters): 53.7M -> 53.0M, two compares replacing a load that is on the
-  loop's dependency chain; the same test as a range argument of ``_run_end`` gave 54.0M.
+- The cased shape's lowercase run (``_lower_run_end``) takes a-z without reading the table and
+  ends at any other ASCII scalar; past ASCII it is ``_run_end``'s. English with o200k_base,
+  encode with the piece cache emptied, instructions (callgrind, 300K characters): 53.7M ->
+  51.3M (a first form, a copy of ``_run_end``'s loop with the a-z test in front, gave 53.0M, and
+  26.9 -> 25.2 ms a megabyte, fastest of 8 alternated processes of each build; an ASCII range
+  argument of ``_run_end`` gave 54.0M).
 - DeepSeek-V3's word loop goes through ``_run_end`` too (the segment's kind in its three
   categories): ``piece_count`` of English 6.02 -> 5.88 ms (best of 7 in a process, two processes
   of each build alternated). A loop of its own gave 5.34 ms, but wrote the lookup out a fourth
@@ -406,22 +407,17 @@ def _is_cased_word(c: i64) -> bool:
 def _lower_run_end(text: str, j: i64, n: i64, stage2: bytes) -> i64:
     """End of the cased shape's ``[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]`` run from j (its ``Y+``).
 
-    ``_run_end`` with the lowercase categories, and a-z taken before the table is read: a loop
-    of its own rather than an ASCII range passed to ``_run_end`` (which measured 1.8% more
-    instructions on English than this one; see the performance notes)."""
+    a-z is taken without reading the table, and any other ASCII scalar ends the run (none is Ll,
+    Lm, Lo or M: tests/test_codepoints.py reads each after a letter); from the first scalar
+    beyond ASCII the run is ``_run_end``'s (see the performance notes)."""
     while j < n:
         cp: i64 = ord(text[j])
         if 0x61 <= cp <= 0x7A:
             j += 1
-            continue
-        if cp < 128:
-            k: i64 = stage2[cp]
+        elif cp < 128:
+            return j
         else:
-            block: i64 = STAGE1[cp >> SHIFT]
-            k = stage2[(block << SHIFT) | (cp & MASK)]
-        if k != CAT_LOWER and k != CAT_LETTER and k != CAT_MARK:
-            break
-        j += 1
+            return _run_end(text, j, n, stage2, CAT_LOWER, CAT_LETTER, CAT_MARK)
     return j
 
 
