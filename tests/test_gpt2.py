@@ -26,7 +26,7 @@ from compliance.reference import reference_and_peek2
 from compliance.xnli import iter_xnli_tsv
 from peek2.formats.byte_level import to_bytes
 from peek2.spec import TokenizerFormatError
-from test_fuzz import atoms_text, long_text
+from fuzzing import atoms_text, long_text
 
 TEXTS = [
     "Hello world", "I'm here. It's 2024!!  \n\n  ok", "'S 'sx 're 'LL 'll", "  \t\n x", "abc123 4567890123",

@@ -25,7 +25,7 @@ from tokenizers import Tokenizer as Reference
 import peek2
 from conftest import fuzz_examples
 from peek2.tokenizer import Tokenizer
-from test_fuzz import ATOMS
+from fuzzing import ATOMS
 
 # family -> (the file it is read from, the Split pattern put in it or None, chat turn format)
 FILES = {

@@ -24,7 +24,7 @@ from peek2.serving import streaming
 from peek2.normalize.added_tokens import AddedTokenMatcher
 from peek2.spec import AddedToken
 from peek2.tokenizer import Tokenizer
-from test_fuzz import ATOMS
+from fuzzing import ATOMS
 
 MODELS = ["llama3.1", "qwen2"]
 

@@ -24,7 +24,7 @@ import tiktoken_ext.openai_public as openai_public
 import peek2
 from compliance.xnli import iter_xnli_tsv
 from peek2.formats.byte_level import to_bytes
-from test_fuzz import atoms_text, long_text
+from fuzzing import atoms_text, long_text
 
 # (tiktoken's constructor, the tokenizer.json holding its ranks first, their count, tiktoken's pinned sha256)
 ENCODINGS = {

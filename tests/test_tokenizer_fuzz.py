@@ -1,11 +1,11 @@
-"""Property-based fuzzing of the whole tokenizer against tokenizers.Tokenizer, with a fixed seed.
+"""Fuzzing of the whole tokenizer against tokenizers.Tokenizer, with fixed seeds.
 
 Each example is checked on every tokenizer below (so the budget is per tokenizer): ids with
 and without special tokens, ids with special tokens treated as text, count, offsets (through
 the normalizer), and decode of the reference's ids. Texts mix special-token strings (whole, partial, nested), NFC-sensitive
 sequences (combining marks, Hangul jamo, composition exclusions), scripts, whitespace and
-digits. The budget is PEEK2_FUZZ_EXAMPLES (default 12,000, the sample CI runs; a campaign sets
-it higher, see the README).
+digits. The budget is PEEK2_FUZZ_EXAMPLES (default 20,000 texts, the sample CI runs; a campaign
+sets it higher, see the README).
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from tokenizers import Tokenizer as Reference
 
 from compliance.reference import first_mismatch
 from conftest import DEFAULT_DATA, fuzz_examples
 from peek2.tokenizer import Tokenizer
-from test_fuzz import ATOMS, join_parts
+from fuzzing import ATOMS, campaign, join_parts
 
 MODELS = ["llama3.1", "llama3.2", "qwen2", "qwen3"]
 
@@ -44,11 +42,6 @@ def build_text(rng: random.Random) -> str:
     return join_parts(rng, rng.randint(0, 20), POOL, 0.75)
 
 
-# Hypothesis draws one seed per example (derandomized: a fixed sequence) and the text is built
-# from it: composing strategies, or st.randoms(), costs about 2 ms of Hypothesis bookkeeping per
-# example here, four times the checks themselves; a seed makes 100,000 examples affordable.
-# A failure prints the text itself, so shrinking is not needed to read it.
-seeds = st.integers(min_value=0, max_value=2**64 - 1)
 # The budget is cut into shards (distinct seeds: the shard salts them) so that pytest-xdist
 # runs them on separate cores.
 SHARDS = 2
@@ -67,16 +60,11 @@ for reference in SPLITTING.values():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
-@settings(
-    max_examples=fuzz_examples(12_000) // SHARDS,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(seed=seeds)
-def test_fuzz_tokenizers(shard: int, seed: int) -> None:
-    text = build_text(random.Random(f"{shard}:{seed}"))
+def test_fuzz_tokenizers(shard: int) -> None:
+    campaign(check_all_models, build_text, fuzz_examples(20_000) // SHARDS, f"tokenizer:{shard}")
+
+
+def check_all_models(text: str) -> None:
     for model, (ours, reference) in PAIRS.items():
         for add in (True, False):
             expected = reference.encode(text, add_special_tokens=add).ids
