@@ -71,13 +71,24 @@ def test_exact_keys_injective_within_a_script() -> None:
 
 
 def test_words_of_one_script_get_exact_keys() -> None:
-    for piece in (" слово", "λόγος", " كتاب", "नमस्ते", "Hello", "ab", "你好", "a🙂"):
+    for piece in (" слово", "λόγος", " كتاب", "नमस्ते", "Hello", "ab", "你好", "a🙂", " however", "\0" * 8, "\x7f" * 8):
         assert key(piece) >= EXACT_KEY, piece
+
+
+def test_exact_keys_injective_on_eight_ascii_code_points() -> None:
+    # 8 code points below 128 (7 bits each, their own packing) against the other exact keys.
+    rng = random.Random(13)
+    ascii_edges = [chr(c) for c in (0x0, 0x1, 0x20, 0x40, 0x41, 0x61, 0x7E, 0x7F)]
+    pieces = ["".join(p) for p in itertools.product(ascii_edges[:4], repeat=8)]
+    pieces += ["".join(chr(rng.randrange(128)) for _ in range(8)) for _ in range(50_000)]
+    pieces += ["".join(chr(rng.choice(EDGES)) for _ in range(rng.randint(1, 7))) for _ in range(50_000)]
+    pieces += ["".join(rng.choice(ascii_edges) for _ in range(rng.randint(1, 7))) for _ in range(50_000)]
+    check_injective(list(dict.fromkeys(pieces)))
 
 
 def test_keys_of_long_pieces_are_hashes() -> None:
     # Beyond what fits in a key, the key is a hash and a hit is confirmed against the piece.
-    for piece in ("a" * 8, "слово" * 2, "你好世界", "🙂🙂🙂", "x" * CACHE_MAX_CHARS):
+    for piece in ("a" * 9, "é" * 8, "abcdefg\x80", "слово" * 2, "你好世界", "🙂🙂🙂", "x" * CACHE_MAX_CHARS):
         assert 0 < key(piece) < EXACT_KEY, piece
 
 

@@ -42,6 +42,9 @@ Performance notes (scripts/bench_encode.py, compiled):
   Words of other scripts (4 to 7 code points in one block of 128, "_block_piece_key") are
   keyed exactly too: XNLI -3.7%, XNLI sentences -1% estimated cycles (encode of 300K
   characters and of 6,000 sentences, cold), Chinese +0.2% (its pieces fail the block test).
+  Pieces of 8 ASCII code points (6.5% of English pieces, a third of those longer than 7; o200k's
+  " however") are packed 7 bits each: o200k English (300K characters, cold, callgrind)
+  instructions -2.1%, data reads -3.5%.
   A longer piece is confirmed by comparing its code points packed into words (7 or 3 a word,
   packed by the loop that hashes it) with the words stored after its ids, not by comparing
   the stored str code point by code point: English -3.9%, code -3.4% estimated cycles, and
@@ -590,8 +593,8 @@ def _piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
     """A non-zero key of text[start:end], computed in place.
 
     A short piece's key is its code points packed (at least EXACT_KEY): equal keys mean equal
-    pieces, no comparison needed. Up to 7 code points below 256, 3 below 65,536 or 2 of any
-    value fit in 56 bits, and 4 to 7 of one script in 58 (``_block_piece_key``); the kind of
+    pieces, no comparison needed. Up to 7 code points below 256, 8 below 128, 3 below 65,536 or
+    2 of any value fit in 56 bits, and 4 to 7 of one script in 58 (``_block_piece_key``); the kind of
     packing and the length are in the key too, so two packings never meet. Any other piece gets
     a hash (below EXACT_KEY, ``_hashed_key``) and its code points packed into ``words``, for
     ``PieceCache`` to compare. The usual piece (up to 7 code points below 256) is read once, in
@@ -599,16 +602,29 @@ def _piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
     """
     n = end - start
     if n <= 7:
-        packed: i64 = 0
-        shift: i64 = 0
-        for k in range(start, end):
-            c: i64 = ord(text[k])
-            if c >= 256:
-                return _wide_piece_key(text, start, end, words)
-            packed |= c << shift
-            shift += 8
+        packed = _packed_code_points(text, start, end, 256, 8)
+        if packed < 0:
+            return _wide_piece_key(text, start, end, words)
         return packed | (1 << 59) | (n << 56) | EXACT_KEY
+    if n == 8:  # 8 ASCII code points, 7 bits each: packing 0 and length 0 are theirs alone
+        packed = _packed_code_points(text, start, end, 128, 7)
+        if packed >= 0:
+            return packed | EXACT_KEY
     return _hashed_key(text, start, end, words)
+
+
+def _packed_code_points(text: str, start: i64, end: i64, below: i64, bits: i64) -> i64:
+    """The code points of text[start:end] packed ``bits`` each from bit 0, or -1 if one is not
+    below ``below``."""
+    packed: i64 = 0
+    shift: i64 = 0
+    for k in range(start, end):
+        c: i64 = ord(text[k])
+        if c >= below:
+            return -1
+        packed |= c << shift
+        shift += bits
+    return packed
 
 
 def _wide_piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
