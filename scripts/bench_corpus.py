@@ -16,7 +16,12 @@ every engine's files are byte-identical to peek2's before printing a figure:
 - ``datasets W``: ``load_dataset("json")``, ``map(batched=True, num_proc=W)`` with
   ``tokenizers``' ``encode_batch_fast``, then the ``.bin``/``.idx`` written from the mapped column
   (``TOKENIZERS_PARALLELISM=false`` for every engine: W workers use W cores)
-- ``ray``: ``peek2 tokenize --engine ray`` on a local Ray started in the process (``num_cpus=2``)
+- ``ray``: ``peek2 tokenize --engine ray`` on a local Ray started in the process (``num_cpus=2``):
+  Ray's own start and stop are timed with the run
+- ``ray-cluster``: ``peek2 tokenize --engine ray --ray-address auto`` on a local cluster started
+  before the run (``ray start --head --num-cpus 2``, then 10 s to settle) and stopped after it,
+  untimed, as a job is run on a cluster that is already up; peak memory is the job's process tree (the driver), without
+  the cluster's daemons and actors
 
 Times are wall seconds of the whole process (start-up, tokenizer load and writing included),
 the median of ``--runs``; peak memory is the largest sum of the resident sizes of the process and
@@ -157,6 +162,21 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+CLUSTER_SETTLE = 10.0
+
+
+def ray_cluster(start: bool) -> None:
+    """Start (``ray start --head``, 2 CPUs) or stop the local cluster of the ``ray-cluster`` engine.
+
+    A started cluster is given ``CLUSTER_SETTLE`` seconds to finish its own start (its agents and
+    first workers) before the job is timed: the job of a cluster that is up finds it idle."""
+    ray = str(Path(sys.executable).parent / "ray")
+    command = [ray, "start", "--head", "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"] if start else [ray, "stop"]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if start:
+        time.sleep(CLUSTER_SETTLE)
+
+
 def timed(command: list[str]) -> tuple[float, int]:
     """Wall seconds and peak tree RSS of a command (which must succeed)."""
     start = time.monotonic()
@@ -191,13 +211,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=1000.0, help="corpus size in MB (default 1000)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each engine (median; default 3)")
-    parser.add_argument("--only", action="append", help="engines to run (peek2, megatron, datasets, ray; default all)")
+    parser.add_argument("--only", action="append", help="engines to run (peek2, megatron, datasets, ray, ray-cluster; default all)")
     parser.add_argument("--workers", type=int, action="append", help="worker counts (default 1 and 2)")
     parser.add_argument("--corpus", type=Path, default=None, help="the JSONL corpus (default: generated in a temporary folder)")
     parser.add_argument("--tokenizer", type=Path, default=TOKENIZER)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the xnli folder")
     args = parser.parse_args()
-    engines = args.only or ["peek2", "megatron", "datasets", "ray"]
+    engines = args.only or ["peek2", "megatron", "datasets", "ray", "ray-cluster"]
     worker_counts = args.workers or [1, 2]
     work = Path(tempfile.mkdtemp(prefix="bench_corpus_"))
     try:
@@ -221,16 +241,28 @@ def main() -> None:
                 elif engine == "datasets":
                     command = [sys.executable, "-c", DATASETS, str(corpus), str(args.tokenizer), prefix, str(w), str(EOD), str(work / "hf_cache")]
                     out = prefix
-                else:
+                elif engine == "ray":
                     command = [sys.executable, "-c", RAY, str(corpus), str(args.tokenizer), prefix]
                     out = prefix + "_text_document"
-                runs.append((f"{engine} {w}" if engine != "ray" else "ray (2 CPUs)", command, out))
+                else:
+                    command = [sys.executable, "-m", "peek2", "tokenize", str(corpus), "--tokenizer", str(args.tokenizer), "--output", prefix,
+                               "--format", "megatron", "--append-eos", "--engine", "ray", "--ray-address", "auto", "--quiet", "--force"]
+                    out = prefix + "_text_document"
+                names = {"ray": "ray (2 CPUs)", "ray-cluster": "ray (cluster up, 2 CPUs)"}
+                runs.append((names.get(engine, f"{engine} {w}"), command, out))
         results: dict[str, list[tuple[float, int]]] = {name: [] for name, _, _ in runs}
         reference: tuple[bytes, bytes] | None = None
         for round_ in range(args.runs):  # interleaved: each round runs every engine once
             for name, command, out in runs:
                 shutil.rmtree(work / "hf_cache", ignore_errors=True)
-                results[name].append(timed(command))
+                cluster = name.startswith("ray (cluster")
+                if cluster:
+                    ray_cluster(start=True)
+                try:
+                    results[name].append(timed(command))
+                finally:
+                    if cluster:
+                        ray_cluster(start=False)
                 produced = files(out)
                 if reference is None:
                     reference = produced
@@ -250,8 +282,9 @@ def main() -> None:
                         print(f"peek2 {w} against {other} {w}: {base[f'{other} {w}'] / base[f'peek2 {w}']:.1f}x")
         if "peek2 1" in base and "peek2 2" in base:
             print(f"peek2 1 -> 2 workers: {base['peek2 1'] / base['peek2 2']:.2f}x")
-        if "ray (2 CPUs)" in base and "peek2 2" in base:
-            print(f"ray engine against peek2 2: {base['peek2 2'] / base['ray (2 CPUs)']:.2f}x")
+        for name in ("ray (2 CPUs)", "ray (cluster up, 2 CPUs)"):
+            if name in base and "peek2 2" in base:
+                print(f"{name} against peek2 2: {base['peek2 2'] / base[name]:.2f}x")
         print(json.dumps({name: {"seconds": base[name], "peak_rss": max(r for _, r in v)} for name, v in results.items()}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
