@@ -34,7 +34,9 @@ class EngineTables(NamedTuple):
     """What the engine builds from a spec, as plain data (``peek2.formats.load_cache`` keeps it on disk):
     the token of each byte, the merges as pair keys and values (``MergeTable``), the arguments of
     ``WholeChars``, the UTF-8 tokens by text, the tokens a piece may be looked up as without
-    ``ignore_merges``; ``merge_table`` is the table itself when just built (never stored)."""
+    ``ignore_merges``; ``merge_table`` is the table itself when just built, and ``merge_pairs`` the
+    merges as their tokens' ids in rank order (``peek2.spec.RankedMerges``), both never stored: the
+    load cache keeps the pairs in the spec."""
 
     byte_ids: list[int]
     pair_keys: list[int]
@@ -43,6 +45,7 @@ class EngineTables(NamedTuple):
     text_vocab: dict[str, int]
     not_self_merging: list[int] | None  # tokens a piece is not looked up as (``not_self_merging``; None: no lookup)
     merge_table: MergeTable | None = None
+    merge_pairs: bytes = b""
 
 
 def engine_tables(spec: TokenizerSpec) -> EngineTables:
@@ -55,7 +58,7 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
             missing = [t for t, i in ((left, left_id), (right, right_id), (left + right, merged_id)) if i is None]
             raise TokenizerFormatError(f"{spec.source}: model.merges[{rank}] uses tokens not in the vocabulary: {missing}")
     assert pairs is not None  # (pair_table gives None only where a merge is missing a token)
-    pair_keys, pair_values = pairs
+    pair_keys, pair_values, merge_pairs = pairs
     merges = MergeTable(pair_keys, pair_values)
     byte_ids = _byte_ids(spec)
     if len(set(byte_ids)) == 256:  # (final_pairs merges bytes as the engine does)
@@ -68,4 +71,4 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
     unmerged: list[int] | None = [] if spec.ignore_merges else None
     if not spec.ignore_merges and len(set(byte_ids)) == 256:
         unmerged = not_self_merging(merges, vocab, byte_ids)
-    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, unmerged, merges)
+    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, unmerged, merges, merge_pairs)

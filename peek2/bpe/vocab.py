@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from librt.strings import BytesWriter
+from librt.strings import BytesWriter, write_i32_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
@@ -98,11 +98,13 @@ def merge_bytes(raw: list[object]) -> list[tuple[bytes, bytes]] | None:
 
 def pair_table(
     merges: Sequence[tuple[bytes, bytes]], vocab: dict[bytes, int], id_bits: i64, pair_stride: i64
-) -> tuple[list[int], list[int]] | None:
+) -> tuple[list[int], list[int], bytes] | None:
     """The merges as pair keys (``left * pair_stride + right``) and values (``rank << id_bits |
-    merged``), a later duplicate of a pair replacing the earlier; None if a merge uses a token
-    that is not in the vocabulary."""
+    merged``), a later duplicate of a pair replacing the earlier, and as the ids of their two tokens
+    in rank order (two little-endian int32 a merge: ``peek2.spec.RankedMerges``); None if a merge
+    uses a token that is not in the vocabulary."""
     table: dict[int, int] = {}
+    pairs = BytesWriter()
     rank: i64 = 0
     for left, right in merges:
         left_id = vocab.get(left, -1)
@@ -111,8 +113,10 @@ def pair_table(
         if left_id < 0 or right_id < 0 or merged_id < 0:
             return None
         table[left_id * pair_stride + right_id] = (rank << id_bits) | merged_id
+        write_i32_le(pairs, left_id)
+        write_i32_le(pairs, right_id)
         rank += 1
-    return list(table), list(table.values())
+    return list(table), list(table.values()), pairs.getvalue()
 
 
 def utf8_tokens(vocab: dict[bytes, int]) -> dict[str, int]:
