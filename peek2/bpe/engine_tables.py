@@ -71,4 +71,4 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
     unmerged: list[int] | None = [] if spec.ignore_merges else None
     if not spec.ignore_merges and len(set(byte_ids)) == 256:
         unmerged = not_self_merging(merges, vocab, byte_ids)
-    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids), text_vocab, unmerged, merges, merge_pairs)
+    return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids, merge_pairs), text_vocab, unmerged, merges, merge_pairs)

@@ -100,10 +100,13 @@ def pair_table(
     merges: Sequence[tuple[bytes, bytes]], vocab: dict[bytes, int], id_bits: i64, pair_stride: i64
 ) -> tuple[list[int], list[int], bytes] | None:
     """The merges as pair keys (``left * pair_stride + right``) and values (``rank << id_bits |
-    merged``), a later duplicate of a pair replacing the earlier, and as the ids of their two tokens
-    in rank order (two little-endian int32 a merge: ``peek2.spec.RankedMerges``); None if a merge
-    uses a token that is not in the vocabulary."""
-    table: dict[int, int] = {}
+    merged``) in rank order, and as the ids of their two tokens (two little-endian int32 a merge:
+    ``peek2.spec.RankedMerges``); None if a merge uses a token that is not in the vocabulary.
+
+    A pair listed twice is in the keys twice: ``MergeTable`` keeps the later value, as
+    ``tokenizers`` does (a dict here, which did the same, cost a third of the function's time)."""
+    keys: list[int] = []
+    values: list[int] = []
     pairs = BytesWriter()
     rank: i64 = 0
     for left, right in merges:
@@ -112,11 +115,12 @@ def pair_table(
         merged_id = vocab.get(left + right, -1)
         if left_id < 0 or right_id < 0 or merged_id < 0:
             return None
-        table[left_id * pair_stride + right_id] = (rank << id_bits) | merged_id
+        keys.append(left_id * pair_stride + right_id)
+        values.append((rank << id_bits) | merged_id)
         write_i32_le(pairs, left_id)
         write_i32_le(pairs, right_id)
         rank += 1
-    return list(table), list(table.values()), pairs.getvalue()
+    return keys, values, pairs.getvalue()
 
 
 def utf8_tokens(vocab: dict[bytes, int]) -> dict[str, int]:

@@ -49,12 +49,22 @@ can apply (``final_pairs``), and a token of one last byte then the start of ``c`
 bytes only after characters ending in that byte: o200k_base's Thai characters entering whole
 21% -> 100% of the XNLI sentences' Thai, its non-ASCII characters 89% -> 99.9%. This runs once per load (a load without the load cache). Compiled with mypyc:
 Qwen3's load 0.58 -> 0.51 s, GPT-4o's 0.66 -> 0.60 s, Llama-3.2's 0.66 -> 0.65 s
-(``python scripts/bench_load.py --runs 3``, "no cache"; single runs, noisy).
+(``python scripts/bench_load.py --runs 3``, "no cache"; single runs, noisy). The pass over the
+merges looked each merge's two tokens up by their bytes and its pair in the merge table (random
+reads of its 8 MB: a quarter of the samples, ``perf record -e cpu-clock``); it now reads the
+merges' ids in rank order (``peek2.bpe.vocab.pair_table`` writes them) and which rank the table
+holds from one sequential pass over the table: ``whole_chars`` alone, best of 3, Llama-3.2 0.30-0.36
+-> 0.054 s, GPT-4o 0.25 -> 0.09 s, Qwen3 0.15 -> 0.09 s, the same lists (checked on every file of
+``../shared/data/tokenizers`` and GPT-2's two files).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+from librt.strings import read_i32_le
+from librt.vecs import vec
+from mypy_extensions import i64
 
 from peek2.bpe.merger import (
     ID_BITS,
@@ -81,14 +91,21 @@ WholeCharsLists = tuple[list[int], list[int], list[int]]
 """The arguments of ``WholeChars`` (entries, before, after): plain data, kept in the load cache."""
 
 
-def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int]) -> WholeCharsLists:
+def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int], merge_pairs: bytes) -> WholeCharsLists:
     """The ``WholeChars`` of a byte-level BPE vocabulary, as its arguments (none if its bytes are
-    not all tokens)."""
+    not all tokens, or if two tokens share an id). ``merge_pairs``: the merges as their tokens'
+    ids, in rank order (``peek2.bpe.vocab.pair_table``)."""
     vocab = spec.vocab
     if any(vocab.get(bytes([byte])) != byte_ids[byte] for byte in range(256)):
         return ([], [], [])
+    id_bytes: list[bytes | None] = [None] * (max(vocab.values()) + 1)
+    for token, token_id in vocab.items():
+        if id_bytes[token_id] is not None:
+            return ([], [], [])  # (an id of two tokens: which bytes it merges from is not one answer)
+        id_bytes[token_id] = token
     # Characters of 2 or 3 bytes that are a token, with the highest merge rank BPE uses on them.
     candidates: dict[bytes, tuple[int, int]] = {}  # UTF-8 -> (token id, highest rank used)
+    by_id: list[bytes | None] = [None] * len(id_bytes)  # the candidates by id
     for token, token_id in vocab.items():
         if 2 <= len(token) <= 3 and token[0] >= 0xC0:
             try:
@@ -99,24 +116,38 @@ def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int]) ->
             highest = _merges_into_one(token, token_id, byte_ids, merges)
             if highest >= 0:
                 candidates[token] = (token_id, highest)
+                by_id[token_id] = token
     # One pass over the merges that can apply (those ``merges`` holds at their rank: see
     # ``peek2.bpe.merger.final_pairs``): the lowest rank of a merge involving each candidate's
     # token (condition 1), and the merged tokens that start or end inside a character (condition 2).
+    # By rank, from one sequential read of the table and the merges' ids, not a lookup of each
+    # merge's bytes and pair (random reads of 8 MB: see the performance notes).
+    count = len(merge_pairs) // 8
+    merged_at = vec[i64]([-1] * count)  # rank -> the token its merge makes, if the table holds it at that rank
+    table = merges.table
+    for slot in range(0, len(table), 2):
+        if table[slot] != 0:
+            value = table[slot + 1]
+            merged_at[value >> ID_BITS] = value & ID_MASK
     lowest: dict[bytes, int] = {}
     straddling: list[bytes] = []
-    for rank, (left, right) in enumerate(spec.merges):
-        if merges.get(vocab[left] * PAIR_STRIDE + vocab[right]) >> ID_BITS != rank:
+    for rank in range(count):
+        merged_id = merged_at[rank]
+        if merged_id < 0:
             continue
-        if left in candidates and left not in lowest:
+        left = by_id[read_i32_le(merge_pairs, 8 * rank)]
+        if left is not None and left not in lowest:
             lowest[left] = rank  # ranks ascend: the first is the lowest
-        if right in candidates and right not in lowest:
+        right = by_id[read_i32_le(merge_pairs, 8 * rank + 4)]
+        if right is not None and right not in lowest:
             lowest[right] = rank
-        token = left + right
-        if not token.isascii():
+        merged = id_bytes[merged_id]
+        assert merged is not None  # (a merge's token is in the vocabulary: pair_table checked)
+        if not merged.isascii():
             try:
-                token.decode("utf-8")
+                merged.decode("utf-8")
             except UnicodeDecodeError:
-                straddling.append(token)
+                straddling.append(merged)
     flags: dict[bytes, int] = {
         c: 0 for c, (_, highest) in candidates.items() if lowest.get(c, _NO_MERGE_RANK) > highest
     }
