@@ -387,6 +387,16 @@ def test_malformed_tokenizer_json_named_errors(data_dir: Path, case: str) -> Non
     assert message in str(raised.value) and str(raised.value).startswith("<string>: ")
 
 
+def test_tokenizer_file_not_utf8_named(tmp_path: Path) -> None:
+    """A tokenizer.json that is not UTF-8 is a TokenizerFormatError naming the file and the byte."""
+    from peek2.spec import TokenizerFormatError
+
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(b'{"model": {"vocab": {"\xff": 0}}}')
+    with pytest.raises(TokenizerFormatError, match=r"tokenizer\.json: not UTF-8 \(byte 22\)"):
+        Tokenizer.from_file(path)
+
+
 def test_truncation_or_padding_refused(data_dir: Path) -> None:
     """Item 13: a file that truncates or pads would give other ids in tokenizers: refused, named."""
     for key in ("truncation", "padding"):

@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from librt.strings import BytesWriter, write_i32_le
+from librt.strings import BytesWriter, read_i32_le, write_i32_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2.formats.byte_level import CHAR_TO_BYTE
+from peek2.spec import RankedMerges
 
 
 def _alphabet() -> vec[i64]:
@@ -69,31 +70,63 @@ def vocab_bytes(raw: dict[str, object]) -> tuple[dict[bytes, int], list[str]] | 
     return vocab, outside
 
 
+def _merge_parts(merge: object) -> tuple[bool, str, str]:
+    """A merge's two tokens, from ``"left right"`` or ``[left, right]``; first False if malformed
+    (a tuple of three, which mypyc returns without making an object)."""
+    if isinstance(merge, str):
+        space = merge.find(" ")
+        if space < 0 or merge.find(" ", space + 1) >= 0:
+            return False, "", ""
+        return True, merge[:space], merge[space + 1 :]
+    if isinstance(merge, list):
+        if len(merge) != 2:
+            return False, "", ""
+        first, second = merge[0], merge[1]
+        if not isinstance(first, str) or not isinstance(second, str):
+            return False, "", ""
+        return True, first, second
+    return False, "", ""
+
+
 def merge_bytes(raw: list[object]) -> list[tuple[bytes, bytes]] | None:
     """The merges (``"left right"`` strings or ``[left, right]`` pairs) in bytes; None if one is
     malformed or outside the alphabet."""
     merges: list[tuple[bytes, bytes]] = []
     for merge in raw:
-        if isinstance(merge, str):
-            space = merge.find(" ")
-            if space < 0 or merge.find(" ", space + 1) >= 0:
-                return None
-            left = alphabet_bytes(merge[:space])
-            right = alphabet_bytes(merge[space + 1 :])
-        elif isinstance(merge, list):
-            if len(merge) != 2:
-                return None
-            first, second = merge[0], merge[1]
-            if not isinstance(first, str) or not isinstance(second, str):
-                return None
-            left = alphabet_bytes(first)
-            right = alphabet_bytes(second)
-        else:
+        well_formed, first, second = _merge_parts(merge)
+        if not well_formed:
             return None
+        left = alphabet_bytes(first)
+        right = alphabet_bytes(second)
         if left is None or right is None:
             return None
         merges.append((left, right))
     return merges
+
+
+def merge_ids(raw: list[object], ids: dict[str, int]) -> bytes | None:
+    """The merges (``"left right"`` strings or ``[left, right]`` pairs) as the ids of their two
+    tokens, two little-endian int32 a merge (``peek2.spec.RankedMerges``), looked up by the tokens'
+    text in ``ids`` (the file's vocabulary, every token in the byte-level alphabet); None if one is
+    malformed or names a token not in ``ids`` (``merge_bytes`` then finds what to report).
+
+    No bytes object or tuple per merge, and ``pair_table`` then looks up only the merged token
+    (``_ranked_pair_table``): the merges of a file to the pair table, best of 7 (``merge_bytes`` and
+    ``pair_table`` of the pairs of bytes against this and ``pair_table`` of the ids), Llama-3.2 0.36
+    -> 0.24 s, Qwen3 0.19 -> 0.12 s, GPT-4o 0.30 -> 0.21 s. (This function alone costs what
+    ``merge_bytes`` costs: a lookup of a new slice's text is no cheaper than its conversion.)"""
+    pairs = BytesWriter()
+    for merge in raw:
+        well_formed, first, second = _merge_parts(merge)
+        if not well_formed:
+            return None
+        left = ids.get(first, -1)
+        right = ids.get(second, -1)
+        if left < 0 or right < 0:
+            return None
+        write_i32_le(pairs, left)
+        write_i32_le(pairs, right)
+    return pairs.getvalue()
 
 
 def pair_table(
@@ -105,6 +138,8 @@ def pair_table(
 
     A pair listed twice is in the keys twice: ``MergeTable`` keeps the later value, as
     ``tokenizers`` does (a dict here, which did the same, cost a third of the function's time)."""
+    if isinstance(merges, RankedMerges):
+        return _ranked_pair_table(merges.pairs, vocab, id_bits, pair_stride)
     keys: list[int] = []
     values: list[int] = []
     pairs = BytesWriter()
@@ -121,6 +156,24 @@ def pair_table(
         write_i32_le(pairs, right_id)
         rank += 1
     return keys, values, pairs.getvalue()
+
+
+def _ranked_pair_table(pairs: bytes, vocab: dict[bytes, int], id_bits: i64, pair_stride: i64) -> tuple[list[int], list[int], bytes] | None:
+    """``pair_table`` of merges given as their tokens' ids (each id one token of ``vocab``)."""
+    tokens: list[bytes] = [b""] * (max(vocab.values(), default=-1) + 1)
+    for token, token_id in vocab.items():
+        tokens[token_id] = token
+    keys: list[int] = []
+    values: list[int] = []
+    for rank in range(len(pairs) // 8):
+        left_id = i64(read_i32_le(pairs, 8 * rank))
+        right_id = i64(read_i32_le(pairs, 8 * rank + 4))
+        merged_id = vocab.get(tokens[left_id] + tokens[right_id], -1)
+        if merged_id < 0:
+            return None
+        keys.append(left_id * pair_stride + right_id)
+        values.append((rank << id_bits) | merged_id)
+    return keys, values, pairs
 
 
 def utf8_tokens(vocab: dict[bytes, int]) -> dict[str, int]:
