@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,17 @@ def test_other_loaders_key_by_their_options(cache: Path, data_dir: Path) -> None
     assert Tokenizer.from_tiktoken(rank_file).encode(TEXT) == plain.encode(TEXT)
     assert special.encode("<|begin_of_text|>") == [128000] != plain.encode("<|begin_of_text|>")
     assert len(entries(cache)) == 4
+
+
+def test_a_killed_writers_temporary_entry_is_removed(cache: Path, data_dir: Path) -> None:
+    """A process killed while writing an entry leaves its temporary file (4-10 MB): the next write
+    removes it once it is stale, and never a young one, which a live process may be writing."""
+    cache.mkdir(parents=True)
+    stale, young = cache / ".0123abcd.x1.tmp", cache / ".4567ef01.x2.tmp"
+    for path in (stale, young):
+        path.write_bytes(b"half an entry")
+    old = time.time() - load_cache.STALE_SECONDS - 60
+    os.utime(stale, (old, old))
+    Tokenizer.from_file(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json")
+    assert not stale.exists() and young.exists()
+    assert [p.suffix for p in entries(cache)] == [".tmp", ".tables"]

@@ -16,7 +16,8 @@ path.
   version, Python's version and the size and time of peek2's modules that build the tables; any
   other header, a truncated or unreadable entry, or an unwritable directory means the file is
   parsed as without a cache (and the entry rewritten when it can be). Entries are written to a
-  temporary name and renamed, so a crash or a concurrent load never leaves half an entry.
+  temporary name and renamed, so a crash or a concurrent load never leaves half an entry; the
+  temporary file of a process killed while writing is removed by a later write (after an hour).
 - An entry is a pickle, and unpickling runs what it names: the directory is the user's own, as
   trusted as the rest of their home directory (``PEEK2_CACHE=0`` where it is not).
 
@@ -40,6 +41,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -178,9 +180,14 @@ def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
     return spec, tables
 
 
+STALE_SECONDS = 3600
+"""A temporary entry this old was left by a process that died while writing it."""
+
+
 def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(entry.parent)
         handle = tempfile.NamedTemporaryFile("wb", dir=entry.parent, prefix=f".{entry.stem}.", suffix=".tmp", delete=False)
         try:
             with handle:
@@ -192,3 +199,15 @@ def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
             raise
     except OSError:  # a read-only or full cache directory costs the next load its speed, nothing else
         pass
+
+
+def _remove_stale(directory: Path) -> None:
+    """Remove the temporary entries of writers killed mid-write (4-10 MB each, named only by their
+    writer, so never reused); one being written now is younger than ``STALE_SECONDS``."""
+    now = time.time()
+    for path in directory.glob(".*.tmp"):
+        try:
+            if now - path.stat().st_mtime > STALE_SECONDS:
+                path.unlink()
+        except OSError:  # (another process removed it first, or it is not ours to remove)
+            pass
