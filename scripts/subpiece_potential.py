@@ -18,6 +18,15 @@ On 2026-11-26 (``--corpus cjk``, 1.1 MB of Chinese XNLI sentences): first occurr
 23.1% of the bytes with DeepSeek-V3, 50.9% -> 3.2% with Llama-3.1, 50.8% -> 14.6% with Qwen3,
 50.8% -> 3.8% with GPT-4o's file; on the XNLI corpus of 15 languages (``--corpus xnli``) 25.6% ->
 19.3% (DeepSeek-V3), 22.1% -> 18.5% (Llama-3.1), 22.1% -> 17.1% (Qwen3), 25.8% -> 21.5% (GPT-4o).
+
+Tried in the engine the same day, not kept: a piece of 8 characters or more that missed the piece
+cache was cut at those boundaries (the rule compiled as a hash set of (left, right) codes of every
+token's inner boundaries, with filters of which parts of characters occur) and each part looked up
+in a cache of parts. Bit-exact (XNLI, Chinese, English and code against tokenizers, five files),
+but more work, not less: callgrind, 300K characters of Chinese, instructions in the encode,
+Llama-3.1 130.8M -> 162.2M, DeepSeek-V3 135.4M -> 166.0M. Merging fell by 15M (whole characters
+already make those merges cheap), and cutting (12.8M) and keying and storing the parts (about 20M)
+cost more than that. Only long pieces, whose merge costs more per character, might repay it.
 """
 
 from __future__ import annotations
