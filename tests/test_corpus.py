@@ -317,6 +317,40 @@ def test_every_input_kind_gives_the_same_documents(tmp_path: Path, data_dir: Pat
         peek2.corpus.tokenize(kinds / "*.csv", tokenizer=tok, output=tmp_path / "x", format="megatron", quiet=True)
 
 
+def test_units_of_a_file_and_of_its_compressed_copy_hold_every_line_once(tmp_path: Path) -> None:
+    """An uncompressed JSONL file is cut into units by place in the file, a compressed one by its
+    decompressed blocks: both give every line once, with its line number, and cursors from which a
+    resumed run reads the rest, with lines longer than a unit and a last line without its newline."""
+    from peek2.corpus.inputs import Cursor, find_inputs, read_units
+
+    rng = random.Random(7)
+    lines = [json.dumps({"text": "x" * rng.choice([0, 5, 90, 700, 3000])}).encode() for _ in range(200)]
+    data = b"\n".join(lines)  # (no newline at the end)
+    (tmp_path / "a.jsonl").write_bytes(data)
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(data))
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def numbered_lines(name: str, start: Cursor) -> list[tuple[int, bytes]]:
+        result: list[tuple[int, bytes]] = []
+        for unit in read_units(find_inputs([str(tmp_path / name)]), start, 1000, "text"):
+            payload = unit.payload
+            if isinstance(payload, tuple):  # (path, start, end) of an uncompressed file
+                payload = data[payload[1] : payload[2]]
+            got = payload.split(b"\n")
+            got = got[:-1] if payload.endswith(b"\n") else got
+            result += [(unit.line + k, line) for k, line in enumerate(got)]
+            number = unit.line + len(got)
+            assert unit.end == (Cursor(1) if number > len(lines) else Cursor(0, starts[number - 1], number))
+        return result
+
+    for name in ["a.jsonl", "a.jsonl.gz"]:
+        assert numbered_lines(name, Cursor()) == list(enumerate(lines, start=1))
+        for number in [2, 57, 133, 200]:
+            assert numbered_lines(name, Cursor(0, starts[number - 1], number)) == list(enumerate(lines, start=1))[number - 1 :]
+
+
 # ==== The flat batch ====
 
 

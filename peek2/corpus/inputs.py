@@ -223,21 +223,19 @@ def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: 
 
 
 def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> Iterator[Unit]:
+    if not source.compression:
+        yield from _file_jsonl_units(source, index, first, unit_bytes)
+        return
     handle = _open_binary(source)
     try:
         position, line = first.position, first.line
-        if position:
-            if source.compression:
-                skipped = 0
-                while skipped < position:  # a compressed stream cannot seek: read up to the cursor
-                    data = handle.read(min(unit_bytes, position - skipped))
-                    if not data:
-                        raise CorpusInputError(f"{source.path}: shorter than when the run began")
-                    skipped += len(data)
-            else:
-                handle.seek(position)
+        skipped = 0
+        while skipped < position:  # a compressed stream cannot seek: read up to the cursor
+            data = handle.read(min(unit_bytes, position - skipped))
+            if not data:
+                raise CorpusInputError(f"{source.path}: shorter than when the run began")
+            skipped += len(data)
         carry = b""
-        payload: Any  # the unit's lines (compressed input), or where they are in the file
         consumed = _raw_position(handle, source)
         while True:
             try:
@@ -248,9 +246,7 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
                 raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
             if not data:
                 if carry:  # a last line without its newline
-                    now = _raw_position(handle, source)
-                    payload = carry if source.compression else (source.path, position, position + len(carry))
-                    yield Unit("jsonl", payload, index, line, now - consumed, Cursor(index + 1))
+                    yield Unit("jsonl", carry, index, line, _raw_position(handle, source) - consumed, Cursor(index + 1))
                 return
             block = carry + data
             cut = block.rfind(b"\n") + 1
@@ -260,16 +256,53 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
             lines, carry = block[:cut], block[cut:]
             now = _raw_position(handle, source)
             end = Cursor(index, position + cut, line + lines.count(b"\n"))
-            # An uncompressed file's unit goes to the worker as its place in the file, which the
-            # worker reads again (from the page cache): a few bytes through the pipe, not 4 MB.
-            # The reading process's CPU time did not change with it (250 MB, 2 workers: 2.5-2.6 s,
-            # most of it loading the tokenizer before the fork and writing the ids).
-            payload = lines if source.compression else (source.path, position, position + cut)
-            yield Unit("jsonl", payload, index, line, now - consumed, end)
+            yield Unit("jsonl", lines, index, line, now - consumed, end)
             consumed = now
             position, line = end.position, end.line
     finally:
         handle.close()
+
+
+def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> Iterator[Unit]:
+    """The units of an uncompressed JSONL file, each as its place in the file, ``(path, start,
+    end)``: the worker reads it again (from the page cache), a few bytes through the pipe, not 4 MB.
+
+    The reading process only finds where units end and counts their lines, in one buffer read
+    again and again: over the 1 GB corpus of ``scripts/bench_corpus.py``, 0.58-0.73 s of CPU,
+    against 1.6-2.4 s for the compressed reader's blocks (a new 4 MB block, its lines and its carry
+    a unit, each one fresh pages of memory), CPU a 2-worker run takes from its two workers."""
+    try:
+        handle = open(source.path, "rb", buffering=0)
+    except OSError as error:
+        raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+    with handle:
+        position, line = first.position, first.line
+        buffer = bytearray(unit_bytes)
+        while True:
+            try:
+                handle.seek(position)
+                filled = handle.readinto(buffer)
+                while filled and filled < len(buffer):  # (a short read: fill the buffer, or reach the end)
+                    more = handle.readinto(memoryview(buffer)[filled:])
+                    if not more:
+                        break
+                    filled += more
+            except OSError as error:
+                raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+            if not filled:
+                return
+            cut = buffer.rfind(b"\n", 0, filled) + 1
+            if cut == 0:
+                if filled == len(buffer):  # one line longer than a unit: read it whole
+                    buffer = bytearray(2 * len(buffer))
+                    continue
+                yield Unit("jsonl", (source.path, position, position + filled), index, line, filled, Cursor(index + 1))
+                return  # (a last line without its newline)
+            end = Cursor(index, position + cut, line + buffer.count(b"\n", 0, cut))
+            yield Unit("jsonl", (source.path, position, position + cut), index, line, cut, end)
+            position, line = end.position, end.line
+            if len(buffer) > unit_bytes:  # (after a long line, units of the usual size again)
+                buffer = bytearray(unit_bytes)
 
 
 def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, text_key: str) -> Iterator[Unit]:
