@@ -165,7 +165,9 @@ def _cli(*args: str) -> list[str]:
 def test_killed_and_resumed_runs_write_the_same_bytes(tmp_path: Path, data_dir: Path, fmt: str) -> None:
     """Runs killed with SIGKILL at random moments, each resumed, end with the bytes of a run
     never interrupted (a checkpoint after every unit, so that kills land between and inside
-    checkpoints)."""
+    checkpoints). Each kill waits for the run to checkpoint one to three more times, then up to 30
+    ms: the moments follow the run's progress, not a share of a time measured once, which a busy
+    machine stretched until resumed runs ended before their kill."""
     corpus = tmp_path / "c.jsonl"
     with open(corpus, "w", encoding="utf-8") as out:
         for k, text in zip(range(8000), documents(seed=7, folder=data_dir / "xnli")):
@@ -173,11 +175,16 @@ def test_killed_and_resumed_runs_write_the_same_bytes(tmp_path: Path, data_dir: 
     common = ["--tokenizer", tokenizer_path(data_dir, LLAMA), "--format", fmt, "--workers", "2", "--unit-bytes", "60000", "--shard-size", "50000", "--quiet"]
     if fmt != "llmc":
         common.append("--append-eos")
-    began = time.monotonic()
     subprocess.run(_cli(str(corpus), "--output", str(tmp_path / "whole" / "o"), *common), check=True, timeout=600)
-    whole_seconds = time.monotonic() - began
     rng = random.Random(fmt)
     work = tmp_path / "killed" / "o.peek2-work"
+
+    def checkpointed_cursor() -> object:
+        try:
+            return json.loads((work / "manifest.json").read_text(encoding="utf-8"))["cursor"]
+        except (OSError, ValueError, KeyError):
+            return None
+
     kills = 0
     while not ((tmp_path / "killed" / "o.summary.json").exists() and not work.exists()):
         args = _cli(str(corpus), "--output", str(tmp_path / "killed" / "o"), *common, "--checkpoint-seconds", "0")
@@ -186,15 +193,21 @@ def test_killed_and_resumed_runs_write_the_same_bytes(tmp_path: Path, data_dir: 
         if kills == 4:  # enough: let it finish
             subprocess.run(args, check=True, timeout=600)
             break
+        seen, checkpoints = checkpointed_cursor(), rng.randint(1, 3)
         process = subprocess.Popen(args, stderr=subprocess.DEVNULL)  # (a killed run's workers may print)
-        time.sleep(rng.uniform(0.1, 0.45) * whole_seconds)
+        while checkpoints and process.poll() is None:
+            time.sleep(0.005)
+            cursor = checkpointed_cursor()
+            if cursor != seen:
+                seen, checkpoints = cursor, checkpoints - 1
+        time.sleep(rng.uniform(0, 0.03))
         if process.poll() is not None:
             assert process.returncode == 0
             break
         process.send_signal(signal.SIGKILL)
         process.wait()
         kills += 1
-    assert kills >= 3
+    assert kills == 4
     assert not (tmp_path / "killed" / "o.peek2-work").exists()
     whole = files_bytes(tmp_path / "whole", "o")
     assert files_bytes(tmp_path / "killed", "o") == whole and whole
