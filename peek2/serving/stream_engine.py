@@ -177,6 +177,7 @@ class StreamPlan:
         # and made on first need (its vocabulary of bytes and probes cost a few ms).
         self.growing: GrowingPiece | None = None
         self.probes: list[str] = []
+        self.rest_probes: list[str] = []  # ``_same_piece``'s: the probes, and whitespace then a newline
         # Whitespace to the scanner (what a run of it may hold), and whether a whitespace run at the
         # end of a text is cut after its last newline (``\s*[\r\n]+``; not GPT-2's pattern).
         pattern = tok.pattern
@@ -205,6 +206,11 @@ class StreamPlan:
                     seen.add(kind)
                     probes.append(chr(cp))
             self.probes = probes
+            # Read from a cut in the newlines of a punctuation piece (``[\r\n]*``), the scanner
+            # is in ``\s*[\r\n]+``, which goes on over whitespace that a later newline follows:
+            # the two part at the second character after the run (DeepSeek-V3, "!" + "\r\n" *
+            # 1500 + " \n" streamed, gave other ids until these probes came).
+            self.rest_probes = probes + [c + newline for c in probes if c in WHITESPACE for newline in ("\n", "\r")]
         return growing
 
 
@@ -756,15 +762,17 @@ class StreamEngine:
 
     def _same_piece(self, text: str, rest: str, moved: i64) -> bool:
         """Whether the first piece of ``rest`` (the text from a cut, perhaps behind a kept head,
-        ``moved`` characters shorter) ends where ``text``'s first piece does, before every probe too."""
+        ``moved`` characters shorter) ends where ``text``'s first piece does, before every probe too
+        (``rest_probes``: two characters where one does not tell them apart)."""
         plan = self.plan
         stage2, rules = plan.stage2, plan.rules
         n = len(text)
         m = len(rest)
         if piece_end(rest, 0, m, stage2, rules) != piece_end(text, 0, n, stage2, rules) - moved:
             return False
-        for probe in plan.probes:
-            if piece_end(rest + probe, 0, m + 1, stage2, rules) != piece_end(text + probe, 0, n + 1, stage2, rules) - moved:
+        for probe in plan.rest_probes:
+            more = len(probe)
+            if piece_end(rest + probe, 0, m + more, stage2, rules) != piece_end(text + probe, 0, n + more, stage2, rules) - moved:
                 return False
         return True
 
