@@ -539,3 +539,22 @@ def test_vocab_token_outside_the_byte_level_alphabet(data_dir: Path) -> None:
         s["added_tokens"][-1]["content"] = "hello world"
 
     assert Tokenizer.from_str(malformed(data_dir, also_added)).encode("hello world", False) == [128255]
+
+
+def test_single_word_token_beside_every_assigned_scalar(data_dir: Path) -> None:
+    """A bug hunt: a ``single_word`` token before a circled or squared Latin letter (U+24B6..U+24E9,
+    U+1F130..U+1F189, category So) was matched, where tokenizers does not match it: Rust's ``\\w``
+    holds Other_Alphabetic, which holds them. Every assigned scalar of planes 0 and 1 (and every
+    private-use one of plane 0), after the token and before it, against tokenizers."""
+    import unicodedata2  # type: ignore[import-not-found]
+
+    spec = json.loads((data_dir / "tokenizers" / "llama3.2" / "tokenizer.json").read_text(encoding="utf-8"))
+    word = {"id": 128257, "content": "<w>", "single_word": True, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+    spec["added_tokens"].append(word)
+    text = json.dumps(spec)
+    tok, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    scalars = [chr(c) for c in range(0x20000) if not 0xD800 <= c <= 0xDFFF and unicodedata2.category(chr(c)) != "Cn"]
+    assert len(scalars) > 80_000
+    for block in range(0, len(scalars), 8192):
+        sample = "".join(f" <w>{c} {c}<w> " for c in scalars[block : block + 8192])
+        assert tok.encode(sample, False) == ref.encode(sample, add_special_tokens=False).ids, ascii(scalars[block])

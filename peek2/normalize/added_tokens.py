@@ -31,9 +31,16 @@ WHITESPACE = frozenset(
 
 
 def is_word_char(char: str) -> bool:
-    """Rust regex ``\\w``: alphabetic, marks, decimal digits, connector punctuation, joiners."""
+    """Rust regex ``\\w``: alphabetic, marks, decimal digits, connector punctuation, joiners.
+
+    Alphabetic holds letters, Nl, and Other_Alphabetic, which is marks apart from the circled and
+    squared Latin letters (So): U+24B6..U+24E9, U+1F130..U+1F149, U+1F150..U+1F169,
+    U+1F170..U+1F189 (a bug hunt found them, every scalar after a ``single_word`` token)."""
     category: str = unicodedata2.category(char)
-    return category[0] in "LM" or category in ("Nd", "Nl", "Pc") or char in "\u200c\u200d"
+    if category[0] in "LM" or category in ("Nd", "Nl", "Pc") or char in "\u200c\u200d":
+        return True
+    code = ord(char)
+    return 0x24B6 <= code <= 0x24E9 or (0x1F130 <= code <= 0x1F189 and (code - 0x1F130) % 32 < 26)
 
 
 class AddedTokenMatcher:
