@@ -288,8 +288,10 @@ class Tokenizer:
         family = find_tiktoken_family(pattern).name
         specials = dict(special_tokens or {})
         for content, token_id in specials.items():
-            if not isinstance(content, str) or not isinstance(token_id, int):
+            if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
                 raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
+            if token_id < 0:
+                raise ValueError(f"special_tokens: the id of {content!r} must not be negative, not {token_id}")
         from peek2.formats import load_cache
 
         def build() -> TokenizerSpec:
@@ -747,6 +749,8 @@ class Tokenizer:
 
     def token_to_id(self, token: str) -> int | None:
         """The id of an added token's content or of a byte-level vocabulary token, else None."""
+        if not isinstance(token, str):
+            raise TypeError(f"token must be str, not {type(token).__name__}")
         for added in self._added:
             if added.content == token:
                 return added.id

@@ -259,6 +259,24 @@ def test_from_tiktoken_rank_file_equals_tokenizer_json(data_dir: Path) -> None:
     assert pickle.loads(pickle.dumps(ours)).encode("Hi <|eot_id|>") == reference.encode("Hi <|eot_id|>").ids
 
 
+def test_from_tiktoken_refuses_bad_special_token_ids(data_dir: Path) -> None:
+    """A bug hunt: a negative id loaded (the token then never matched) and ``True`` became an id."""
+    path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.model"
+    with pytest.raises(ValueError, match="the id of '<x>' must not be negative, not -5"):
+        Tokenizer.from_tiktoken(path, pattern="llama3", special_tokens={"<x>": -5})
+    with pytest.raises(TypeError, match="special_tokens must map str to int, not '<x>': True"):
+        Tokenizer.from_tiktoken(path, pattern="llama3", special_tokens={"<x>": True})
+
+
+def test_token_to_id_takes_a_str(pair: tuple[Tokenizer, Reference]) -> None:
+    """As tokenizers: a list, tuple, dict or bytes is a TypeError (a list of one token answered its id)."""
+    ours, reference = pair
+    assert ours.token_to_id("a") == reference.token_to_id("a")
+    for bad in (["a"], ("a",), {"a": 1}, b"a"):
+        with pytest.raises(TypeError, match="token must be str"):
+            ours.token_to_id(bad)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("text", SAMPLES, ids=[repr(s)[:24] for s in SAMPLES])
 def test_offsets_match_reference(pair: tuple[Tokenizer, Reference], text: str) -> None:
     ours, reference = pair
