@@ -558,3 +558,38 @@ def test_single_word_token_beside_every_assigned_scalar(data_dir: Path) -> None:
     for block in range(0, len(scalars), 8192):
         sample = "".join(f" <w>{c} {c}<w> " for c in scalars[block : block + 8192])
         assert tok.encode(sample, False) == ref.encode(sample, add_special_tokens=False).ids, ascii(scalars[block])
+
+
+def _edited_added_tokens(spec: dict, case: str) -> None:  # type: ignore[type-arg]
+    added = spec["added_tokens"]
+    extra = dict(added[1], special=False)
+    if case == "repeated":  # a content listed twice, then a new token
+        added += [dict(added[1], id=128256), dict(extra, id=128257, content="<new>")]
+    elif case == "in the vocabulary":  # a content that is a vocabulary token under another id
+        added += [dict(extra, id=128256, content="hello"), dict(extra, id=128257, content="<new>")]
+    elif case == "gap":  # a token left out of the middle
+        del added[5]
+    elif case == "reversed":
+        added.reverse()
+    elif case == "far":  # an id far past the others
+        added.append(dict(extra, id=200000, content="<far>"))
+    elif case == "empty":  # an empty content, then a new token
+        added += [dict(extra, id=128256, content=""), dict(extra, id=128257, content="<new>")]
+
+
+@pytest.mark.parametrize("case", ["repeated", "in the vocabulary", "gap", "reversed", "far", "empty"])
+def test_added_tokens_numbered_as_tokenizers_numbers_them(data_dir: Path, case: str) -> None:
+    """A bug hunt: tokenizers does not take the added tokens' ids from the file, it numbers them
+    as it adds them (a repeated content left out and the next token renumbered); peek2 kept the
+    file's ids. Now the same ids for every edit of the file, with a warning naming what moved."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    _edited_added_tokens(spec, case)
+    text = json.dumps(spec)
+    ref = tokenizers.Tokenizer.from_str(text)
+    with pytest.warns(UserWarning, match="numbered as tokenizers numbers added tokens: added_tokens"):
+        tok = Tokenizer.from_str(text)
+    contents = [token["content"] for token in spec["added_tokens"] if token["content"]]
+    assert [tok.token_to_id(c) for c in contents] == [ref.token_to_id(c) for c in contents]
+    sample = "Hi " + " x ".join(contents) + " hello<new>"
+    assert tok.encode(sample) == ref.encode(sample).ids
+    assert tok.decode(ref.encode(sample).ids, skip_special_tokens=False) == ref.decode(ref.encode(sample).ids, skip_special_tokens=False)

@@ -13,8 +13,10 @@ three), or ``ByteLevel(use_regex=true)`` alone (GPT-2's pattern, the gpt2 family
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,8 +123,8 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         if data.get(key) is not None:  # encode would cut or pad every text: never silently ignored
             raise NotImplementedError(f"{source}: {key} is set: peek2 does not truncate or pad (set it to null)")
     family, prefix_space = _family(data.get("pre_tokenizer"), source)
-    added = _added_tokens(_optional(data, "added_tokens", []), source)
     raw_vocab = _field(model, "vocab", "model", source, dict)
+    added = _numbered(_added_tokens(_optional(data, "added_tokens", []), source), raw_vocab, source)
     contents = {token.content for token in added}
     vocab = _vocab(raw_vocab, contents, source)
     if len(vocab) < len(raw_vocab):  # added tokens listed in the vocabulary too, outside the alphabet (DeepSeek-V3)
@@ -226,6 +228,37 @@ def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
             )
         )
     return tokens
+
+
+def _numbered(added: list[AddedToken], raw_vocab: dict[str, Any], source: str) -> list[AddedToken]:
+    """The added tokens with the ids tokenizers gives them. It does not take the file's ids (it
+    logs a warning where they differ): it adds the tokens in the file's order, skipping a content
+    added before, giving a content of the model's vocabulary that token's id and any other the
+    vocabulary's size, or one past the largest added id once that is past it. Files written by
+    tokenizers agree; an edited one may not (a bug hunt: a content listed twice, the next token
+    renumbered by tokenizers), and then these ids are the ones that match its encode."""
+    size = len(raw_vocab)
+    numbered: list[AddedToken] = []
+    seen: set[str] = set()
+    top = -1
+    moved: list[str] = []
+    for k, token in enumerate(added):
+        if not token.content or token.content in seen:
+            if token.content:
+                moved.append(f"added_tokens[{k}] {token.content!r} repeats an earlier content (left out)")
+            continue
+        seen.add(token.content)
+        in_vocab = raw_vocab.get(token.content)
+        token_id = in_vocab if isinstance(in_vocab, int) and not isinstance(in_vocab, bool) else (size if top < size else top + 1)
+        top = max(top, token_id)
+        if token_id != token.id:
+            moved.append(f"added_tokens[{k}] {token.content!r} is id {token_id}, not the file's {token.id}")
+            token = dataclasses.replace(token, id=token_id)
+        numbered.append(token)
+    if moved:
+        more = f" (and {len(moved) - 3} more)" if len(moved) > 3 else ""
+        warnings.warn(f"{source}: numbered as tokenizers numbers added tokens: {'; '.join(moved[:3])}{more}", stacklevel=2)
+    return numbered
 
 
 def _normalizer(raw: Any, path: str, source: str) -> str | None:
