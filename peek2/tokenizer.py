@@ -26,7 +26,6 @@ import hashlib
 import operator
 import os
 import pickle
-import re
 import threading
 import types
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTabl
 from peek2.bpe.offsets import char_spans
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
-from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
+from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
 from peek2.normalize.nfc import nfc, nfc_aligned
 from peek2.pretokenize.families import FAMILIES
 from peek2.pretokenize.pattern import Peek2Pattern
@@ -172,9 +171,9 @@ class Tokenizer:
         self._needles = [(needle[0], needle) for needle in sorted(needles)]
         # Whether a whole added token occurs, asked in C when a needle does (text that only starts
         # like one, "<|im_start|" or "<think", then takes the plain path): every content, raw and
-        # normalized, longest first.
-        contents = sorted(set(self._raw_matcher.by_content) | set(self._normalized_matcher.by_content), key=len, reverse=True)
-        self._any_token = re.compile("|".join(map(re.escape, contents))).search if contents else None
+        # normalized, in one trie.
+        occurs = occurrence_pattern(set(self._raw_matcher.by_content) | set(self._normalized_matcher.by_content))
+        self._any_token = occurs.search if occurs is not None else None
         # A normalizer may turn non-ASCII text into a normalized token's characters (NFC: U+212A
         # KELVIN SIGN -> "K"), so the raw text's needles do not rule those tokens out.
         self._normalized_tokens = bool(self._normalized_matcher.by_content) and spec.normalizer is not None

@@ -593,3 +593,24 @@ def test_added_tokens_numbered_as_tokenizers_numbers_them(data_dir: Path, case: 
     sample = "Hi " + " x ".join(contents) + " hello<new>"
     assert tok.encode(sample) == ref.encode(sample).ids
     assert tok.decode(ref.encode(sample).ids, skip_special_tokens=False) == ref.decode(ref.encode(sample).ids, skip_special_tokens=False)
+
+
+def test_occurrence_pattern_finds_the_first_start_of_any_content() -> None:
+    """The trie that tells the compiled encode whether an added token occurs (DeepSeek-V3's 818
+    contents as one alternation took 3.9 s over ``"<\\uff5c" * 320000``, tokenizers' whole encode
+    1.0 s; a bug hunt): on random contents sharing prefixes, it matches exactly where the first
+    content starts."""
+    from peek2.normalize.added_tokens import occurrence_pattern
+
+    rng = random.Random(818)
+    alphabet = "<|\uff5c>ab\u2581."
+    for _ in range(300):
+        contents = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 12))}
+        pattern = occurrence_pattern(contents)
+        assert pattern is not None
+        for _ in range(20):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+            starts = [k for k in range(len(text)) if any(text.startswith(c, k) for c in contents)]
+            found = pattern.search(text)
+            assert (found.start() if found else None) == (starts[0] if starts else None), (sorted(contents), text)
+    assert occurrence_pattern([]) is None and occurrence_pattern([""]) is None

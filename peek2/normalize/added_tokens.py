@@ -17,7 +17,8 @@ after every "<|im_end|>".)
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Iterable
+import re
+from typing import Any, Callable, Iterable
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
@@ -41,6 +42,35 @@ def is_word_char(char: str) -> bool:
         return True
     code = ord(char)
     return 0x24B6 <= code <= 0x24E9 or (0x1F130 <= code <= 0x1F189 and (code - 0x1F130) % 32 < 26)
+
+
+def occurrence_pattern(contents: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern that matches where one of ``contents`` starts (None for no contents): their trie
+    as nested alternatives, each stopping at the shortest content, since only whether one occurs is
+    asked. An alternation of the contents themselves tries each at every position: over
+    ``"<\uff5c" * 320000`` with DeepSeek-V3's 818 added tokens (most start with "<\uff5c") it
+    took 3.9 s of a 4 s encode, against 1.0 s for all of tokenizers' encode (a bug hunt)."""
+    trie: dict[str, Any] = {}
+    for content in contents:
+        if content:
+            node = trie
+            for char in content:
+                node = node.setdefault(char, {})
+            node[""] = None  # (a content ends here: what follows does not matter)
+
+    def alternatives(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""
+        branches = []
+        for char in sorted(node):
+            child, literal = node[char], re.escape(char)
+            while "" not in child and len(child) == 1:  # (a chain of one child each: one literal)
+                (following, child), = child.items()
+                literal += re.escape(following)
+            branches.append(literal + alternatives(child))
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return re.compile(alternatives(trie)) if trie else None
 
 
 class AddedTokenMatcher:
