@@ -538,7 +538,13 @@ def test_vocab_token_outside_the_byte_level_alphabet(data_dir: Path) -> None:
         s["model"]["vocab"]["hello world"] = 128255
         s["added_tokens"][-1]["content"] = "hello world"
 
-    assert Tokenizer.from_str(malformed(data_dir, also_added)).encode("hello world", False) == [128255]
+    edited = malformed(data_dir, also_added)
+    # (the vocabulary is one longer: tokenizers numbers the other added tokens one further on)
+    with pytest.warns(UserWarning, match="numbered as tokenizers numbers added tokens"):
+        tok = Tokenizer.from_str(edited)
+    assert tok.encode("hello world", False) == [128255]
+    sample = "<|begin_of_text|>hello world<|eot_id|>"
+    assert tok.encode(sample, False) == tokenizers.Tokenizer.from_str(edited).encode(sample, add_special_tokens=False).ids
 
 
 def test_single_word_token_beside_every_assigned_scalar(data_dir: Path) -> None:

@@ -218,6 +218,7 @@ def test_missing_file(tmp_path: Path) -> None:
         (lambda d: d["model"].update(type="Unigram"), NotImplementedError, "model.type 'Unigram'"),
         (lambda d: d.update(normalizer={"type": "NFKC"}), NotImplementedError, "normalizer 'NFKC'"),
         (lambda d: d.update(decoder={"type": "WordPiece"}), NotImplementedError, "decoder 'WordPiece'"),
+        (lambda d: d.update(decoder=None), NotImplementedError, r"no decoder \(null\): tokenizers then decodes to"),
         (lambda d: d["model"]["merges"].append("Ġ"), TokenizerFormatError, r"model.merges\[280147\]"),
         (lambda d: d["model"]["merges"].append("zzzz qqqq"), TokenizerFormatError, r"model.merges\[280147\]"),
         (
@@ -234,7 +235,7 @@ def test_missing_file(tmp_path: Path) -> None:
         (lambda d: d.update(pre_tokenizer={"type": "Whitespace"}), NotImplementedError, "pre_tokenizer Whitespace"),
     ],
     ids=[
-        "no-model", "no-vocab", "wordpiece", "unigram", "nfkc", "decoder", "bad-merge", "merge-unknown",
+        "no-model", "no-vocab", "wordpiece", "unigram", "nfkc", "decoder", "no-decoder", "bad-merge", "merge-unknown",
         "prefix-space-per-piece", "other-regex", "whitespace",
     ],
 )
