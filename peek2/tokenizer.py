@@ -137,6 +137,9 @@ class Tokenizer:
             id_bytes[added.id] = data if data is not None else added.content.encode("utf-8")
             if added.special:
                 self._special_ids.add(added.id)
+        for token_id in (*spec.prefix_ids, *spec.suffix_ids):
+            if id_bytes[token_id] is None:  # (a post-processor's id of no token: decoded as nothing, as tokenizers does)
+                id_bytes[token_id] = b""
         # A tuple: the garbage collector stops tracking it at its first pass (module notes).
         self._id_bytes: tuple[bytes | None, ...] = tuple(id_bytes)
         self._id_bytes_skipping: tuple[bytes | None, ...] | None = None  # made by the first decode that skips
@@ -713,8 +716,10 @@ class Tokenizer:
             if not hasattr(type(token_id), "__index__"):
                 raise TypeError(f"ids must be int, not {type(token_id).__name__} ({token_id!r})")
             index = operator.index(token_id)
-            if not 0 <= index < len(table) or table[index] is None:
+            if not 0 <= index < len(table):
                 raise ValueError(f"token id {index} is not in the vocabulary (0..{len(table) - 1})")
+            if table[index] is None:
+                raise ValueError(f"token id {index} is no token of the vocabulary (a gap in its ids)")
         raise AssertionError("unreachable: every id was valid")
 
     def _decode_table(self, skip_special_tokens: bool) -> tuple[bytes | None, ...]:

@@ -620,3 +620,18 @@ def test_occurrence_pattern_finds_the_first_start_of_any_content() -> None:
             found = pattern.search(text)
             assert (found.start() if found else None) == (starts[0] if starts else None), (sorted(contents), text)
     assert occurrence_pattern([]) is None and occurrence_pattern([""]) is None
+
+
+def test_post_processor_id_of_no_token_decodes_as_tokenizers(data_dir: Path) -> None:
+    """A bug hunt: a TemplateProcessing id that names no token (999999) is in encode's ids, as
+    tokenizers gives it, and decoding those ids raised; tokenizers decodes it as nothing."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"]["ids"] = [999999]
+    text = json.dumps(spec)
+    tok, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    ids = tok.encode("Hi there")
+    assert ids == ref.encode("Hi there").ids and ids[0] == 999999
+    for skip in (False, True):
+        assert tok.decode(ids, skip_special_tokens=skip) == ref.decode(ids, skip_special_tokens=skip)
+    with pytest.raises(ValueError, match="token id 500000 is no token of the vocabulary"):
+        tok.decode([500000])
