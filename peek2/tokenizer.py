@@ -131,10 +131,14 @@ class Tokenizer:
             id_bytes[token_id] = token
         self._special_ids: set[int] = set()
         self._added: list[AddedToken] = list(spec.added_tokens)
+        normalize = _normalizer(spec.normalizer)
         for added in self._added:
-            # The byte-level decoder maps a token's characters back to bytes when it can, else its UTF-8.
-            data = to_bytes(added.content)
-            id_bytes[added.id] = data if data is not None else added.content.encode("utf-8")
+            # The byte-level decoder maps a token's characters back to bytes when it can, else its
+            # UTF-8; a normalized token's characters after normalization, as tokenizers decodes it
+            # (Qwen's NFC and a token "e\u0301": "\xe9", the byte 0xE9; a bug hunt).
+            content = normalize(added.content) if added.normalized else added.content
+            data = to_bytes(content)
+            id_bytes[added.id] = data if data is not None else content.encode("utf-8")
             if added.special:
                 self._special_ids.add(added.id)
         for token_id in (*spec.prefix_ids, *spec.suffix_ids):
@@ -143,7 +147,7 @@ class Tokenizer:
         # A tuple: the garbage collector stops tracking it at its first pass (module notes).
         self._id_bytes: tuple[bytes | None, ...] = tuple(id_bytes)
         self._id_bytes_skipping: tuple[bytes | None, ...] | None = None  # made by the first decode that skips
-        self._normalize: Callable[[str], str] = _normalizer(spec.normalizer)
+        self._normalize: Callable[[str], str] = normalize
         self._normalize_aligned: Callable[[str], tuple[str, list[int]]] = (
             nfc_aligned if spec.normalizer == "NFC" else lambda text: (text, list(range(len(text))))
         )

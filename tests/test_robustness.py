@@ -635,3 +635,18 @@ def test_post_processor_id_of_no_token_decodes_as_tokenizers(data_dir: Path) -> 
         assert tok.decode(ids, skip_special_tokens=skip) == ref.decode(ids, skip_special_tokens=skip)
     with pytest.raises(ValueError, match="token id 500000 is no token of the vocabulary"):
         tok.decode([500000])
+
+
+def test_normalized_added_token_decodes_as_tokenizers(data_dir: Path) -> None:
+    """A bug hunt: tokenizers decodes a normalized added token from its content after
+    normalization (Qwen3's NFC: "e\\u0301" is "\\xe9", the byte-level character of byte 0xE9, so
+    U+FFFD); peek2 decoded its content as written."""
+    spec = json.loads((data_dir / "tokenizers" / "qwen3" / "tokenizer.json").read_text(encoding="utf-8"))
+    extra = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": True, "special": False}
+    spec["added_tokens"] += [dict(extra, id=151669, content="e\u0301"), dict(extra, id=151670, content="\u212b!")]
+    text = json.dumps(spec)
+    tok, ref = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    for sample in ["caf\xe9", "cafe\u0301 \u212b!", "\xc5!"]:
+        ids = ref.encode(sample, add_special_tokens=False).ids
+        assert tok.encode(sample, False) == ids
+        assert tok.decode(ids) == ref.decode(ids), ascii(sample)
