@@ -205,8 +205,8 @@ class Tokenizer:
                 self._prefix_space,
             )
         if type(self).encode_ordinary is Tokenizer.encode_ordinary:
-            normalize = self._normalize if self._normalizes else None
-            self.__dict__["encode_ordinary"] = OrdinaryEncode(self._engine, normalize, self._ascii_is_normal, self._prefix_space, self)
+            ordinary_normalize = self._normalize if self._normalizes else None
+            self.__dict__["encode_ordinary"] = OrdinaryEncode(self._engine, ordinary_normalize, self._ascii_is_normal, self._prefix_space, self)
 
     # ==== Loading ====
 
