@@ -421,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="peek2",
         description="Fast, bit-exact byte-level BPE tokenizer.",
-        epilog="Exit status: 0 success, 1 output cannot be written, 2 bad usage or input, 130 interrupted.",
+        epilog="Exit status: 0 success, 1 output cannot be written, 2 bad usage or input, 130 interrupted, "
+        "141 output pipe closed (peek2 encode big.txt | head: quietly, as cat).",
     )
     parser.add_argument(
         "--version",

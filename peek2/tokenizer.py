@@ -707,7 +707,10 @@ class Tokenizer:
         if not isinstance(values, list):  # a 0-d array
             raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
         table = self._decode_table(skip_special_tokens)
-        data = ids_bytes(table, values)  # the usual case: Python ints, every one a token
+        try:
+            data = ids_bytes(table, values)  # the usual case: Python ints, every one a token
+        except ValueError:  # (an int past 64 bits, which mypyc refuses: named below)
+            data = None
         if data is not None:
             return data
         try:

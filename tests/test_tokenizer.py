@@ -185,6 +185,8 @@ def test_decode_rejects_bad_ids(pair: tuple[Tokenizer, Reference]) -> None:
         ours.decode([1, ours.vocab_size + 10])
     with pytest.raises(ValueError, match="not in the vocabulary"):
         ours.decode([-1])
+    with pytest.raises(ValueError, match=f"token id {10**30} is not in the vocabulary"):  # (past 64 bits: it said "int too large to convert to i64")
+        ours.decode([5, 10**30])
     with pytest.raises(TypeError):
         ours.decode("abc")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
