@@ -349,6 +349,12 @@ MALFORMED: dict[str, tuple[Callable[[dict], None], str]] = {  # type: ignore[typ
     "negative added token id": (lambda s: s["added_tokens"][0].update(id=-1), "added_tokens[0].id must be a non-negative integer id, not -1"),
     "added token flag as a number": (lambda s: s["added_tokens"][3].update(special=1), "added_tokens[3].special must be true or false, not 1"),
     "added tokens not a list": (lambda s: s.update(added_tokens={}), "added_tokens must be a list, not dict"),
+    # Bug hunt (stop 40, item 10): these loaded here with guessed defaults; tokenizers refuses them.
+    "added tokens null": (lambda s: s.update(added_tokens=None), "added_tokens must be a list, not NoneType"),
+    "added token flag null": (lambda s: s["added_tokens"][2].update(lstrip=None), "added_tokens[2].lstrip must be true or false, not null"),
+    "added token flag missing": (lambda s: s["added_tokens"][4].pop("normalized"), "missing field added_tokens[4].normalized"),
+    "unknown version": (lambda s: s.update(version="2.0"), "field version must be \"1.0\", not '2.0'"),
+    "version as a number": (lambda s: s.update(version=1.0), "field version must be \"1.0\", not 1.0"),
     "normalizer step without a type": (
         lambda s: s.update(normalizer={"type": "Sequence", "normalizers": [{}]}),
         "missing field normalizer.normalizers[0].type",
@@ -378,13 +384,17 @@ MALFORMED: dict[str, tuple[Callable[[dict], None], str]] = {  # type: ignore[typ
 def test_malformed_tokenizer_json_named_errors(data_dir: Path, case: str) -> None:
     """Item 13: a post-processor with missing fields gave a bare KeyError/TypeError, "ignore_merges":
     "false" was read as true, a negative added-token id was accepted: every field is checked, and
-    every error is a TokenizerFormatError naming the file and the field's path."""
+    every error is a TokenizerFormatError naming the file and the field's path. Each file is one
+    that tokenizers refuses too: nothing it cannot read is read here with guessed meanings."""
     from peek2.spec import TokenizerFormatError
 
     edit, message = MALFORMED[case]
+    text = malformed(data_dir, edit)
     with pytest.raises(TokenizerFormatError) as raised:
-        Tokenizer.from_str(malformed(data_dir, edit))
+        Tokenizer.from_str(text)
     assert message in str(raised.value) and str(raised.value).startswith("<string>: ")
+    with pytest.raises(Exception):
+        tokenizers.Tokenizer.from_str(text)
 
 
 def test_tokenizer_file_not_utf8_named(tmp_path: Path) -> None:

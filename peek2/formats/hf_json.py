@@ -69,11 +69,6 @@ def _field(obj: Any, key: str, path: str, source: str, kind: type | tuple[type, 
     return value
 
 
-def _optional(obj: dict[str, Any], key: str, default: Any) -> Any:
-    value = obj.get(key, default)
-    return default if value is None else value
-
-
 def _at(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -87,6 +82,15 @@ def _flag(obj: dict[str, Any], key: str, path: str, source: str, default: bool) 
     if not isinstance(value, bool):
         raise TokenizerFormatError(f"{source}: field {_at(path, key)} must be true or false, not {value!r}")
     return value
+
+
+def _required_flag(obj: dict[str, Any], key: str, path: str, source: str) -> bool:
+    """A true/false field that must be present and not null, as tokenizers requires it."""
+    if key not in obj:
+        raise TokenizerFormatError(f"{source}: missing field {_at(path, key)}")
+    if obj[key] is None:
+        raise TokenizerFormatError(f"{source}: field {_at(path, key)} must be true or false, not null")
+    return _flag(obj, key, path, source, False)
 
 
 def _token_id(value: Any, where: str, source: str) -> int:
@@ -124,7 +128,8 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
             raise NotImplementedError(f"{source}: {key} is set: peek2 does not truncate or pad (set it to null)")
     family, prefix_space = _family(data.get("pre_tokenizer"), source)
     raw_vocab = _field(model, "vocab", "model", source, dict)
-    added = _added_tokens(_optional(data, "added_tokens", []), source)
+    _version(data, source)
+    added = _added_tokens(data.get("added_tokens", []), source)
     contents = {token.content for token in added}
     vocab = _vocab(raw_vocab, contents, source)
     added = _numbered(added, raw_vocab, source)
@@ -208,6 +213,12 @@ def _merges(raw: list[Any], raw_vocab: dict[str, Any], vocab: dict[bytes, int], 
     return merges
 
 
+def _version(data: dict[str, Any], source: str) -> None:
+    """The format's version, which tokenizers checks (it may be absent): "1.0" is the only one."""
+    if "version" in data and data["version"] != "1.0":
+        raise TokenizerFormatError(f"{source}: field version must be \"1.0\", not {data['version']!r}: an unknown tokenizer.json version")
+
+
 def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
     if not isinstance(raw, list):
         raise TokenizerFormatError(f"{source}: added_tokens must be a list, not {type(raw).__name__}")
@@ -216,18 +227,11 @@ def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
         path = f"added_tokens[{k}]"
         token_id = _token_id(_field(item, "id", path, source, int), f"{path}.id", source)
         content = _field(item, "content", path, source, str)
-        special = _flag(item, "special", path, source, False)
-        tokens.append(
-            AddedToken(
-                id=token_id,
-                content=content,
-                special=special,
-                normalized=_flag(item, "normalized", path, source, not special),
-                lstrip=_flag(item, "lstrip", path, source, False),
-                rstrip=_flag(item, "rstrip", path, source, False),
-                single_word=_flag(item, "single_word", path, source, False),
-            )
-        )
+        # Every flag is required, as tokenizers requires it: a file it refuses is not read here
+        # with guessed defaults (a bug hunt: ``"lstrip": null`` loaded here, as false).
+        flags = [_required_flag(item, key, path, source) for key in ("special", "normalized", "lstrip", "rstrip", "single_word")]
+        special, normalized, lstrip, rstrip, single_word = flags
+        tokens.append(AddedToken(token_id, content, special, normalized, lstrip, rstrip, single_word))
     return tokens
 
 
