@@ -413,19 +413,19 @@ class Tokenizer:
     def _encode_with_offsets(self, text: str, add_special_tokens: bool, split_special_tokens: bool) -> Encoding:
         ids: list[int] = list(self._prefix_ids) if add_special_tokens else []
         offsets: list[tuple[int, int]] = [(0, 0)] * len(ids)
-        position = 0  # of the raw segment in text
-        for raw, token_id in self._raw_matcher.split(text, split_special_tokens):
+        # (Spans, not lengths: after an rstrip token the next span may start inside it.)
+        for position, stop, token_id in self._raw_matcher.spans(text, split_special_tokens):
             if token_id >= 0:
                 ids.append(token_id)
-                offsets.append((position, position + len(raw)))
-                position += len(raw)
+                offsets.append((position, stop))
                 continue
+            raw = text[position:stop]
             # source[k]: index in ``raw`` of normalized character k (None: the same character).
             normalized, source = self._normalize_aligned(raw) if self._normalizes else (raw, None)
             if source is not None and normalized == raw:
                 source = None
-            at = 0
-            for segment, added_id in self._normalized_matcher.split(normalized, split_special_tokens):
+            for at, end, added_id in self._normalized_matcher.spans(normalized, split_special_tokens):
+                segment = normalized[at:end]
                 if added_id >= 0:
                     ids.append(added_id)
                     if source is None:
@@ -440,8 +440,6 @@ class Tokenizer:
                     self._segment_offsets(segment, None, position + at, ids, offsets)
                 else:
                     self._segment_offsets(segment, source[at : at + len(segment)], position, ids, offsets)
-                at += len(segment)
-            position += len(raw)
         if self.spec.trim_offsets[0]:
             first = len(self._prefix_ids) if add_special_tokens else 0
             self._trim_offsets(text, ids, offsets, first)

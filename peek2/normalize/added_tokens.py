@@ -2,7 +2,7 @@
 
 The reference (``tokenizers``' ``AddedVocabulary``) runs an Aho-Corasick automaton with
 leftmost-longest matching over the added tokens' contents, then applies ``single_word``,
-``lstrip`` and ``rstrip``. ``AddedTokenMatcher.split`` gives the same segments.
+``lstrip`` and ``rstrip``. ``AddedTokenMatcher.spans`` gives the same segments.
 
 How it stays linear: a match can only start where the first two characters of some content
 occur (its "needle"; the whole content when it has one character). Each needle keeps the position
@@ -104,19 +104,36 @@ class AddedTokenMatcher:
         return False
 
     def split(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
-        """``text`` cut into text segments (id -1) and added tokens (their id), in order."""
+        """``text`` cut into text segments (id -1) and added tokens (their id), in order (the text
+        of each of ``spans``: a segment may repeat the end of the one before, see there)."""
+        return [(text[start:stop], token_id) for start, stop, token_id in self.spans(text, split_special_tokens)]
+
+    def spans(self, text: str, split_special_tokens: bool) -> list[tuple[int, int, int]]:
+        r"""``text`` cut into text segments (id -1) and added tokens (their id), as ``(start, stop, id)``.
+
+        The spans go in order and cover the text. They do not overlap, except after a token that
+        takes the whitespace after it (``rstrip``), where the reference does what follows: it
+        finds the matches in the text first, then widens each, and a match that starts in a
+        widened token's whitespace is still a token, which starts there (``"<x>" rstrip`` then
+        ``" <y>"``: ``"<x> <y>"`` is ``<x>`` over (0, 4) and ``<y>`` over (3, 7)); the text after a
+        token starts where the token stops, even where that is inside the whitespace taken before
+        (a token ``"\n\n"`` in ``"<x>\n\n\n b"``: ``<x>`` (0, 7), ``"\n\n"`` (3, 5), then the text
+        ``"\n b"`` from 5). An ``lstrip`` token never starts before the end of the one before.
+        """
         if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):
-            return [(text, -1)] if text else []
-        out: list[tuple[str, int]] = []
-        done = 0  # end of what is already in ``out``
-        at = 0
+            return [(0, len(text), -1)] if text else []
+        out: list[tuple[int, int, int]] = []
+        done = 0  # where the previous token stopped (the reference's start_offset)
+        at = 0  # where the search for the next match goes on: the end of the last match
         n = len(text)
+        run_from = run_to = -1  # the last whitespace run walked by rstrip: text[run_from:run_to]
         upcoming = _Occurrences(text, self.needles)
         while at < n:
             hit = self._find(text, at, upcoming)
             if hit is None:
                 break
-            start, content, token = hit
+            found, content, token = hit
+            start = found
             stop = start + len(content)
             at = stop  # matches never overlap, even a discarded one (as the reference iterates)
             if split_special_tokens and token.special:
@@ -126,18 +143,31 @@ class AddedTokenMatcher:
             ):
                 continue
             if token.lstrip:
+                if start < done:
+                    start = done
                 while start > done and text[start - 1] in WHITESPACE:
                     start -= 1
             if token.rstrip:
-                while stop < n and text[stop] in WHITESPACE:
-                    stop += 1
-                at = stop
+                if run_from <= stop <= run_to:
+                    stop = run_to  # (matches inside one long run: each walk would go to its end again)
+                else:
+                    run_from = stop
+                    while stop < n and text[stop] in WHITESPACE:
+                        stop += 1
+                    run_to = stop
+            if start > stop:
+                # An lstrip token inside the whitespace an rstrip token took: the reference slices
+                # backwards there and panics ("AddedVocabulary bad split"); refuse it by name.
+                raise ValueError(
+                    f"the added token {token.content!r} at {found} lies in the whitespace taken by "
+                    "the rstrip token before it, and is lstrip: tokenizers cannot encode this text either"
+                )
             if done < start:
-                out.append((text[done:start], -1))
-            out.append((text[start:stop], token.id))
+                out.append((done, start, -1))
+            out.append((start, stop, token.id))
             done = stop
         if done < n:
-            out.append((text[done:], -1))
+            out.append((done, n, -1))
         return out
 
     def _find(self, text: str, at: int, upcoming: _Occurrences) -> tuple[int, str, AddedToken] | None:

@@ -493,15 +493,15 @@ class StreamEngine:
         # A held NFC run grows by one character a feed at worst: searching all of it for added
         # tokens each time was quadratic (320K marks fed one by one: 3.3 s).
         if matcher.has_needle(raw, self.searched):
-            segments: list[tuple[str, int]] = matcher.split(raw, self.split_special)
+            # (Spans, not lengths: after an rstrip token the next span may start inside it.)
+            segments: list[tuple[int, int, int]] = matcher.spans(raw, self.split_special)
         else:
-            segments = [(raw, -1)] if raw else []
+            segments = [(0, len(raw), -1)] if raw else []
             self.searched = len(raw)
         limit = len(raw) if final else self._raw_limit(raw, segments)
         normalize = self.tok._normalize
-        at = 0
         if final and self.plan.nfc and len(raw) >= self.plan.interior_min and not self.cont and not self.need_space:
-            if len(segments) == 1 and segments[0][1] < 0:
+            if len(segments) == 1 and segments[0][2] < 0:
                 ids = self._finish_marks(raw)
                 if ids is not None:
                     self.raw = self.text = ""
@@ -512,13 +512,12 @@ class StreamEngine:
                         return out + ids if out else ids  # (a prompt session's finish: no copy of the run's ids)
                     out += ids
                     return out
-        if not self.plan.nfc and len(segments) == 1 and segments[0][1] < 0:
+        if not self.plan.nfc and len(segments) == 1 and segments[0][2] < 0:
             segments = []  # the usual chunk: one text segment and no normalizer, moved below at once
             text = self.text
             moved = raw[:limit] if limit < len(raw) else raw
             self.text = text + (self._opened(moved) if self.need_space else moved)
-        for segment, token_id in segments:
-            end = at + len(segment)
+        for at, end, token_id in segments:
             if end <= limit:
                 if token_id >= 0:
                     out = self._flush(out, owned)  # the open segment ends at an added token
@@ -526,12 +525,11 @@ class StreamEngine:
                     out.append(token_id)
                     self.need_space = self.prefix_space  # a new text segment starts after it
                 else:
-                    self._append(normalize(segment))
+                    self._append(normalize(raw[at:end]))
             else:
                 if token_id < 0 and at < limit:
-                    self._append(normalize(segment[: limit - at]))
+                    self._append(normalize(raw[at:limit]))
                 break
-            at = end
         if limit:
             self.raw = raw[limit:]
             self.searched = max(0, self.searched - limit)
@@ -921,7 +919,7 @@ class StreamEngine:
             marks = self.marks_run = MarksRun(self.plan, self.tok.pattern.split_ends)
         return marks.ids(self.text, raw)
 
-    def _raw_limit(self, raw: str, segments: list[tuple[str, int]]) -> int:
+    def _raw_limit(self, raw: str, segments: list[tuple[int, int, int]]) -> int:
         """How much of ``raw`` later text cannot change (see peek2.serving.streaming)."""
         plan = self.plan
         n = len(raw)
@@ -941,7 +939,7 @@ class StreamEngine:
             if plan.lstrip:  # a token at ``limit`` or later may absorb the whitespace before it
                 while limit > 0 and raw[limit - 1] in WHITESPACE:
                     limit -= 1
-        if len(segments) == 1 and segments[0][1] < 0 and not plan.nfc and not plan.single_first:
+        if len(segments) == 1 and segments[0][2] < 0 and not plan.nfc and not plan.single_first:
             return limit  # one text segment, nothing else to respect (the usual chunk)
         while True:
             moved = self._segment_limit(raw, segments, limit)
@@ -953,13 +951,11 @@ class StreamEngine:
                 return limit
             limit = moved
 
-    def _segment_limit(self, raw: str, segments: list[tuple[str, int]], limit: int) -> int:
+    def _segment_limit(self, raw: str, segments: list[tuple[int, int, int]], limit: int) -> int:
         """``limit`` moved back out of matched tokens, an rstrip at the end, and NFC runs."""
         plan = self.plan
         n = len(raw)
-        at = 0
-        for segment, token_id in segments:
-            end = at + len(segment)
+        for at, end, token_id in segments:
             if token_id >= 0:
                 if at < limit < end:
                     limit = at  # never cut inside a matched token
@@ -979,7 +975,6 @@ class StreamEngine:
                     k -= 1
                 self.nfc_memo = (start, k, at)
                 limit = k
-            at = end
         return limit
 
     def _piece_cut(self) -> int:
