@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs, not_self_merging
+from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs
 from peek2.bpe.vocab import pair_table, utf8_tokens
 from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec
@@ -43,7 +43,7 @@ class EngineTables(NamedTuple):
     pair_values: list[int]
     whole_chars: WholeCharsLists
     text_vocab: dict[str, int]
-    not_self_merging: list[int] | None  # tokens a piece is not looked up as (``not_self_merging``; None: no lookup)
+    not_self_merging: list[int] | None  # tokens a piece is not looked up as (see ``final_pairs``; None: no lookup)
     merge_table: MergeTable | None = None
     merge_pairs: bytes = b""
 
@@ -61,14 +61,16 @@ def engine_tables(spec: TokenizerSpec) -> EngineTables:
     pair_keys, pair_values, merge_pairs = pairs
     merges = MergeTable(pair_keys, pair_values)
     byte_ids = _byte_ids(spec)
+    # Without ignore_merges, a piece that is a token is that token only where its bytes merge into
+    # it: final_pairs finds the others (None: no whole-token lookup, where it cannot).
+    unmerged: list[int] | None = [] if spec.ignore_merges else None
     if len(set(byte_ids)) == 256:  # (final_pairs merges bytes as the engine does)
-        kept_keys, kept_values = final_pairs(merges, pair_keys, pair_values, vocab, byte_ids)
+        census: list[int] | None = None if spec.ignore_merges else []
+        kept_keys, kept_values = final_pairs(merges, pair_keys, pair_values, vocab, byte_ids, census)
         if len(kept_keys) < len(pair_keys):
             pair_keys, pair_values = kept_keys, kept_values
             merges = MergeTable(pair_keys, pair_values)
+        if census is not None:
+            unmerged = census
     text_vocab = utf8_tokens(vocab)
-    # Without ignore_merges, a piece that is a token is that token only where its bytes merge into it.
-    unmerged: list[int] | None = [] if spec.ignore_merges else None
-    if not spec.ignore_merges and len(set(byte_ids)) == 256:
-        unmerged = not_self_merging(merges, vocab, byte_ids)
     return EngineTables(byte_ids, pair_keys, pair_values, whole_chars(spec, merges, byte_ids, merge_pairs), text_vocab, unmerged, merges, merge_pairs)

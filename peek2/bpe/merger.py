@@ -9,7 +9,7 @@ same compilation unit), in order:
    the text in place, so a hit allocates nothing (a short piece's key is the piece itself,
    so most hits compare nothing either);
 2. a piece that is a whole vocabulary token is that token: with ``ignore_merges`` any token,
-   without it a token whose bytes merge into it (all but ``not_self_merging``);
+   without it a token whose bytes merge into it (all but those ``final_pairs`` finds);
 3. otherwise its UTF-8 bytes (made from the code points in place) start as one symbol each
    (a two- or three-byte character whose token can stand for its bytes starts as that token:
    ``peek2.bpe.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
@@ -359,11 +359,23 @@ class MergeTable:
 
 
 def final_pairs(
-    merges: MergeTable, pair_keys: list[int], pair_values: list[int], vocab: dict[bytes, int], byte_ids: list[int]
+    merges: MergeTable,
+    pair_keys: list[int],
+    pair_values: list[int],
+    vocab: dict[bytes, int],
+    byte_ids: list[int],
+    unmerged: list[int] | None = None,
 ) -> tuple[list[int], list[int]]:
     """The pairs of ``merges`` that byte-pair merging can apply (as ``pair_keys`` and ``pair_values``,
     in their order): of the pairs that make one token, only the last merge of that token's own
     bytes merged alone (none, if they do not merge into it). ``byte_ids``: 256 distinct tokens.
+
+    With ``unmerged`` (a list), the same pass appends to it the tokens of more than one byte whose
+    bytes, merged alone, do not end as that token (588 in Llama-3.2's file, 2 in GPT-4o's, none in
+    the other files of shared/data). A piece that is any other token needs no merging; the
+    whole-token lookup of ``BytePairEncoder`` (without ``ignore_merges``) leaves these out. (A pass
+    of its own, over the smaller table, merged every token alone a second time: 78 ms of
+    Llama-3.2's uncached load of 870 ms; here it adds 21-46 ms to final_pairs' 58-62 ms.)
 
     Why that is exact: where merging makes token ``t`` out of a span of a longer piece, every merge
     of a symbol inside the span stayed inside it (symbols only grow, and the span ends as one
@@ -372,40 +384,34 @@ def final_pairs(
     the last, which makes ``t``, is always the same pair. HuggingFace's Llama-3 files list every
     two-token split of each token (280K merges for 128K tokens), as ``converter_merges`` does for
     tiktoken's rank files (446K pairs for o200k); see the performance notes for what the smaller
-    table saves.
+    table saves. (So a pair left out is never the lowest when merging anything: the whole table
+    and the smaller one merge every piece alike, ``unmerged`` included.)
     """
     makers = vec[i64]([0] * (merges.top_id + 1))  # merged id -> the number of pairs that make it
     for value in pair_values:
         makers[value & ID_MASK] += 1
     final = vec[i64]([-1] * (merges.top_id + 1))  # merged id made by several pairs -> its final pair's key
     scratch = MergeAlone()
+    census = unmerged is not None
     for data, token_id in vocab.items():
-        if token_id > merges.top_id or makers[token_id] < 2:
+        several = token_id <= merges.top_id and makers[token_id] >= 2
+        if not several and not (census and len(data) > 1):
             continue
-        if _merge_alone(data, byte_ids, merges, scratch) == token_id:
+        merged = _merge_alone(data, byte_ids, merges, scratch)
+        if several and merged == token_id:
             final[token_id] = scratch.last
+        if unmerged is not None and len(data) > 1 and merged != token_id:
+            unmerged.append(token_id)
     keys: list[int] = []
     values: list[int] = []
     for k in range(len(pair_keys)):
         key: i64 = pair_keys[k]
         value = pair_values[k]
-        merged: i64 = value & ID_MASK
-        if makers[merged] < 2 or final[merged] == key:
+        merged_id: i64 = value & ID_MASK
+        if makers[merged_id] < 2 or final[merged_id] == key:
             keys.append(key)
             values.append(value)
     return keys, values
-
-
-def not_self_merging(merges: MergeTable, vocab: dict[bytes, int], byte_ids: list[int]) -> list[int]:
-    """The tokens whose bytes, merged alone, do not end as that token (none in the files seen so
-    far). A piece that is any other token needs no merging: ``BytePairEncoder``'s whole-token
-    lookup, for vocabularies without ``ignore_merges``, leaves these out."""
-    found: list[int] = []
-    scratch = MergeAlone()
-    for data, token_id in vocab.items():
-        if len(data) > 1 and _merge_alone(data, byte_ids, merges, scratch) != token_id:
-            found.append(token_id)
-    return found
 
 
 class MergeAlone:
@@ -419,7 +425,7 @@ class MergeAlone:
 def _merge_alone(data: bytes, byte_ids: list[int], merges: MergeTable, scratch: MergeAlone) -> i64:
     """Merge ``data`` alone the plain way (rescanning for the lowest value, leftmost first): the one
     token it ends as, or -1 if it ends as several; ``scratch.last``: the last pair merged. For
-    tables built at load time (``final_pairs``, ``not_self_merging``), not for encoding."""
+    tables built at load time (``final_pairs``), not for encoding."""
     count: i64 = len(data)
     if count > len(scratch.parts):
         scratch.parts = vec[i64]([0] * count)
