@@ -284,6 +284,33 @@ def test_skip_bad_lists_every_rejected_document(tmp_path: Path, data_dir: Path) 
     assert rows == [reference.encode(t, add_special_tokens=False).ids for t in ("fine", "also fine")]
 
 
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.jsonl.gz"])
+def test_bad_lines_deep_in_a_file_are_named_by_their_line(tmp_path: Path, data_dir: Path, name: str) -> None:
+    """Lines are numbered in the file across units, whoever counts them (the reader of a
+    compressed file; the workers for a plain one, the run adding where each unit starts): the
+    error of a bad line in a late unit, the rejects of --skip-bad, and a run resumed after the
+    error (from the manifest's cursor) all name the lines of the file."""
+    rng = random.Random(11)
+    lines = [json.dumps({"text": "word " * rng.randint(0, 60)}).encode() for _ in range(3000)]
+    bad = {1234: BAD_LINES[2], 2100: BAD_LINES[1], 2999: BAD_LINES[5]}  # line number -> (line, reason)
+    for number, (line, _) in bad.items():
+        lines[number - 1] = line
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    tok = tokenizer_path(data_dir, LLAMA)
+    options = {"tokenizer": tok, "format": "megatron", "workers": 2, "unit_bytes": 20_000, "quiet": True}
+    with pytest.raises(peek2.corpus.CorpusInputError, match=f"{name}:1234: malformed JSON"):
+        peek2.corpus.tokenize(path, output=tmp_path / "o", **options)
+    stats = peek2.corpus.tokenize(path, output=tmp_path / "o", resume=True, skip_bad=True, **options)
+    rejects = [json.loads(line) for line in (tmp_path / "o.rejects.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["line"], r["reason"].split(":")[0]) for r in rejects] == [(n, reason.split(":")[0]) for n, (_, reason) in bad.items()]
+    assert stats.rejected == 3 and stats.documents == 3000 - 3
+    fresh = peek2.corpus.tokenize(path, output=tmp_path / "p", skip_bad=True, **options)
+    assert (tmp_path / "p.rejects.jsonl").read_bytes() == (tmp_path / "o.rejects.jsonl").read_bytes() and fresh.rejected == 3
+    assert (tmp_path / "p_text_document.bin").read_bytes() == (tmp_path / "o_text_document.bin").read_bytes()
+
+
 # ==== Inputs ====
 
 
@@ -332,8 +359,10 @@ def test_every_input_kind_gives_the_same_documents(tmp_path: Path, data_dir: Pat
 
 def test_units_of_a_file_and_of_its_compressed_copy_hold_every_line_once(tmp_path: Path) -> None:
     """An uncompressed JSONL file is cut into units by place in the file, a compressed one by its
-    decompressed blocks: both give every line once, with its line number, and cursors from which a
-    resumed run reads the rest, with lines longer than a unit and a last line without its newline."""
+    decompressed blocks: both give every line once, and cursors from which a resumed run reads the
+    rest, with lines longer than a unit and a last line without its newline. The compressed
+    reader numbers lines; the file reader does not read them (line 0: the worker numbers them from
+    1, and the run adds where the unit starts, as this test does)."""
     from peek2.corpus.inputs import Cursor, find_inputs, read_units
 
     rng = random.Random(7)
@@ -347,15 +376,21 @@ def test_units_of_a_file_and_of_its_compressed_copy_hold_every_line_once(tmp_pat
 
     def numbered_lines(name: str, start: Cursor) -> list[tuple[int, bytes]]:
         result: list[tuple[int, bytes]] = []
+        number = start.line  # where the next unit starts
         for unit in read_units(find_inputs([str(tmp_path / name)]), start, 1000, "text"):
             payload = unit.payload
             if isinstance(payload, tuple):  # (path, start, end) of an uncompressed file
+                assert name == "a.jsonl" and unit.line == 0 and unit.end.line == 0 and payload[2] == unit.end.position or unit.end == Cursor(1)
                 payload = data[payload[1] : payload[2]]
+            else:
+                assert unit.line == number
             got = payload.split(b"\n")
             got = got[:-1] if payload.endswith(b"\n") else got
-            result += [(unit.line + k, line) for k, line in enumerate(got)]
-            number = unit.line + len(got)
-            assert unit.end == (Cursor(1) if number > len(lines) else Cursor(0, starts[number - 1], number))
+            assert got and (len(payload) <= 1000 or len(got) == 1 or not isinstance(unit.payload, tuple))  # (a file's unit longer: one line)
+            result += [(number + k, line) for k, line in enumerate(got)]
+            number += len(got)
+            expected = Cursor(1) if number > len(lines) else Cursor(0, starts[number - 1], number)
+            assert unit.end == expected if unit.end.line else unit.end == Cursor(0, starts[number - 1], 0)
         return result
 
     for name in ["a.jsonl", "a.jsonl.gz"]:

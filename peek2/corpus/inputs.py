@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from io import FileIO
 from typing import IO, Any, Iterator
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -28,6 +29,7 @@ PARQUET_SUFFIXES = (".parquet",)
 TEXT_SUFFIXES = (".txt",)
 FINGERPRINT_BYTES = 1 << 20
 ARROW_BATCH_ROWS = 1024  # Parquet rows read at a time: a unit ends at the end of a batch
+END_WINDOW = 64 << 10  # bytes read to find where a unit of an uncompressed JSONL file ends
 
 
 class CorpusInputError(ValueError):
@@ -58,8 +60,9 @@ class Source:
 class Cursor:
     """Where reading stands: the next unit starts at ``position`` of source ``source``.
 
-    ``position``: for JSONL the (decompressed) byte offset, with ``line`` its line number; for
-    Parquet and Arrow the row; for text files 0 (a file is one document).
+    ``position``: for JSONL the (decompressed) byte offset, with ``line`` its line number (0 in a
+    unit's ``end`` where the reader did not count: see ``Unit``); for Parquet and Arrow the row;
+    for text files 0 (a file is one document).
     """
 
     source: int = 0
@@ -81,7 +84,10 @@ class Unit:
     kind: str  # "jsonl": bytes of whole lines, or (path, start, end) of them; "arrow": a pyarrow array; "text": list of (source, bytes)
     payload: Any
     source: int  # the source of the first document
-    line: int  # JSONL: line of the first line; Arrow: row of the first row
+    # JSONL: line of the first line, or 0 where the reader did not count (an uncompressed file:
+    # the worker numbers from 1 and counts, and the reading process adds the unit's start);
+    # Arrow: row of the first row
+    line: int
     input_bytes: int  # input bytes consumed (compressed bytes for compressed files), for progress
     end: Cursor  # the cursor after this unit
 
@@ -265,44 +271,70 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
 
 def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> Iterator[Unit]:
     """The units of an uncompressed JSONL file, each as its place in the file, ``(path, start,
-    end)``: the worker reads it again (from the page cache), a few bytes through the pipe, not 4 MB.
+    end)``: the worker reads it (from the page cache), a few bytes go through the pipe, not 4 MB.
 
-    The reading process only finds where units end and counts their lines, in one buffer read
-    again and again: over the 1 GB corpus of ``scripts/bench_corpus.py``, 0.58-0.73 s of CPU,
-    against 1.6-2.4 s for the compressed reader's blocks (a new 4 MB block, its lines and its carry
-    a unit, each one fresh pages of memory), CPU a 2-worker run takes from its two workers."""
+    The reading process reads only where a unit may end (the last ``END_WINDOW`` bytes before
+    ``unit_bytes``, for a newline) and does not count lines: its units have ``line`` 0, the worker
+    numbers their lines from 1 and counts them, and the reading process, which takes the results
+    in order, adds where each unit starts (``peek2.corpus.run``). CPU of the reading process is CPU
+    a run with as many workers as cores takes from its workers: reading each unit whole and
+    counting its newlines cost 0.58-0.73 s over the 1 GB corpus of ``scripts/bench_corpus.py``
+    (a tenth of what the reading process spent in a 2-worker run; the 200 MB head of that corpus,
+    main process CPU of ``--workers 2``, user + system: 1.55 s before, see the note of this change)."""
     try:
         handle = open(source.path, "rb", buffering=0)
     except OSError as error:
         raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
     with handle:
-        position, line = first.position, first.line
-        buffer = bytearray(unit_bytes)
-        while True:
-            try:
-                handle.seek(position)
-                filled = handle.readinto(buffer)
-                while filled and filled < len(buffer):  # (a short read: fill the buffer, or reach the end)
-                    more = handle.readinto(memoryview(buffer)[filled:])
-                    if not more:
-                        break
-                    filled += more
-            except OSError as error:
-                raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
-            if not filled:
-                return
-            cut = buffer.rfind(b"\n", 0, filled) + 1
-            if cut == 0:
-                if filled == len(buffer):  # one line longer than a unit: read it whole
-                    buffer = bytearray(2 * len(buffer))
-                    continue
-                yield Unit("jsonl", (source.path, position, position + filled), index, line, filled, Cursor(index + 1))
-                return  # (a last line without its newline)
-            end = Cursor(index, position + cut, line + buffer.count(b"\n", 0, cut))
-            yield Unit("jsonl", (source.path, position, position + cut), index, line, cut, end)
-            position, line = end.position, end.line
-            if len(buffer) > unit_bytes:  # (after a long line, units of the usual size again)
-                buffer = bytearray(unit_bytes)
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            position = first.position
+            window = bytearray(END_WINDOW)
+            while position < size:
+                if size - position <= unit_bytes:  # (the rest, with or without a newline at its end)
+                    yield Unit("jsonl", (source.path, position, size), index, 0, size - position, Cursor(index + 1))
+                    return
+                end = _unit_end(handle, window, position, position + unit_bytes, size)
+                yield Unit("jsonl", (source.path, position, end), index, 0, end - position, Cursor(index, end, 0))
+                position = end
+        except OSError as error:
+            raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+
+
+def _unit_end(handle: FileIO, window: bytearray, start: int, limit: int, size: int) -> int:
+    """Where a unit from ``start`` ends: after the last newline before ``limit``; if there is none
+    (a line longer than a unit), after the first newline from ``limit`` on, or at the end of the file."""
+    high = limit
+    while high > start:  # backwards, a window at a time (one read, nearly always)
+        low = max(start, high - len(window))
+        got = _read_at(handle, window, low, high - low)
+        cut = window.rfind(b"\n", 0, got)
+        if cut >= 0:
+            return low + cut + 1
+        high = low
+    low = limit
+    while low < size:
+        got = _read_at(handle, window, low, min(len(window), size - low))
+        if not got:
+            break
+        cut = window.find(b"\n", 0, got)
+        if cut >= 0:
+            return low + cut + 1
+        low += got
+    return size
+
+
+def _read_at(handle: FileIO, window: bytearray, at: int, count: int) -> int:
+    """Read ``count`` bytes at ``at`` into the start of ``window``; the bytes read (fewer at the end)."""
+    handle.seek(at)
+    view = memoryview(window)
+    got = 0
+    while got < count:
+        more = handle.readinto(view[got:count])
+        if not more:
+            break
+        got += more
+    return got
 
 
 def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, text_key: str) -> Iterator[Unit]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import json
 import multiprocessing
 import os
@@ -28,7 +29,7 @@ import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy
 from librt.strings import BytesWriter
@@ -88,6 +89,16 @@ class UnitResult:
     lengths: Any  # numpy int64, one a document written
     rejects: list[tuple[int, int, str]]  # (source, line or row, reason)
     blank_lines: int
+    newlines: int = 0  # JSONL: the newlines of the unit (where the next unit's lines start)
+
+
+class BadDocument(Exception):
+    """A document the worker refuses (without ``skip_bad``): where and why. The reading process
+    names it (``_location``): it knows where the unit's lines start, which the worker may not."""
+
+    def __init__(self, source: int, line: int, reason: str) -> None:
+        super().__init__(source, line, reason)
+        self.source, self.line, self.reason = source, line, reason
 
 
 # ==== Workers ====
@@ -128,8 +139,10 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
 
     def bad(source: int, line: int, reason: str) -> None:
         if not options.skip_bad:
-            raise CorpusInputError(f"{_location(paths, unit.kind, source, line)}: {reason}")
+            raise BadDocument(source, line, reason)
         rejects.append((source, line, reason))
+
+    newlines = 0
 
     if unit.kind == "jsonl":
         payload = unit.payload
@@ -144,11 +157,13 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             if len(payload) != end - start:
                 raise CorpusInputError(f"{path}: changed while it was read (shorter than before)")
         lines = payload.split(b"\n")
+        newlines = len(lines) - 1
         if payload.endswith(b"\n"):
             lines.pop()
         key = options.text_key
+        first_line = unit.line or 1  # (0: not counted by the reader, numbered from 1 here)
         for k, raw in enumerate(lines):
-            line = unit.line + k
+            line = first_line + k
             try:
                 decoded = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -206,7 +221,7 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             except ValueError as error:
                 out.truncate(mark)
                 bad(source, line, str(error).replace("texts[0]: ", ""))
-    return UnitResult(out.getvalue(), numpy.array(lengths, dtype=numpy.int64), rejects, blank)
+    return UnitResult(out.getvalue(), numpy.array(lengths, dtype=numpy.int64), rejects, blank, newlines)
 
 
 def _location(paths: list[str], kind: str, source: int, line: int) -> str:
@@ -465,9 +480,27 @@ def _run(
         run.save_manifest(manifest)
         writer.after_checkpoint()
 
-    def take(unit: Unit, result: UnitResult) -> None:
+    # Where the next unit of each JSONL source starts, for the units whose lines the worker counted.
+    next_line = {cursor.source: cursor.line}
+
+    def take(unit: Unit, compute: Callable[[], UnitResult]) -> Cursor:
+        """Write the unit's result (``compute`` gives it, or raises the worker's error); returns the
+        cursor after the unit, its line numbered in the file."""
+        counted = not (unit.kind == "jsonl" and unit.line == 0)
+        start = unit.line if counted else next_line.get(unit.source, 1)
+        shift = 0 if counted else start - 1
+        try:
+            result = compute()
+        except BadDocument as error:
+            raise CorpusInputError(f"{_location(paths, unit.kind, error.source, error.line + shift)}: {error.reason}") from None
+        end = unit.end
+        if not counted:
+            next_line[unit.source] = start + result.newlines
+            if end.source == unit.source:
+                end = Cursor(end.source, end.position, start + result.newlines)
         writer.write(result.ids, result.lengths)
         for source, line, reason in result.rejects:
+            line += shift if source == unit.source else 0
             rejects.write((json.dumps({"file": paths[source], "line": line, "reason": reason}, ensure_ascii=False) + "\n").encode("utf-8"))
         tokens = int(result.lengths.sum())
         stats["documents"] += len(result.lengths)
@@ -477,6 +510,7 @@ def _run(
         stats["blank_lines"] += result.blank_lines
         stats["input_bytes"] += unit.input_bytes
         progress.update(unit.input_bytes, len(result.lengths), tokens)
+        return end
 
     done = cursor
     try:
@@ -501,8 +535,7 @@ def _run(
         elif in_process:
             workers = 1
             for unit in units:
-                take(unit, encode_unit(unit, tok, options, paths))
-                done = unit.end
+                done = take(unit, functools.partial(encode_unit, unit, tok, options, paths))
                 if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                     checkpoint(done)
                     last_checkpoint = time.monotonic()
@@ -515,8 +548,7 @@ def _run(
             def take_first() -> None:
                 nonlocal done, last_checkpoint
                 first, pending = window.popleft()
-                take(first, pending.get())
-                done = first.end
+                done = take(first, pending.get)
                 if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                     checkpoint(done)
                     last_checkpoint = time.monotonic()
