@@ -278,9 +278,10 @@ def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int
     numbers their lines from 1 and counts them, and the reading process, which takes the results
     in order, adds where each unit starts (``peek2.corpus.run``). CPU of the reading process is CPU
     a run with as many workers as cores takes from its workers: reading each unit whole and
-    counting its newlines cost 0.58-0.73 s over the 1 GB corpus of ``scripts/bench_corpus.py``
-    (a tenth of what the reading process spent in a 2-worker run; the 200 MB head of that corpus,
-    main process CPU of ``--workers 2``, user + system: 1.55 s before, see the note of this change)."""
+    counting its newlines cost 0.58-0.73 s over the 1 GB corpus of ``scripts/bench_corpus.py``.
+    Over its first 200 MB, the reading process of a ``--workers 2`` run used 1.63-1.77 s of CPU
+    (user + system) before, 1.39-1.47 s after (three alternating runs); about 0.7 s of that is
+    imports and the tokenizer's load."""
     try:
         handle = open(source.path, "rb", buffering=0)
     except OSError as error:
