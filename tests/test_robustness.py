@@ -544,17 +544,21 @@ def test_vocab_token_outside_the_byte_level_alphabet(data_dir: Path) -> None:
     with pytest.raises(NotImplementedError, match="model.vocab token 'hello world' is not in the byte-level alphabet"):
         Tokenizer.from_str(malformed(data_dir, lambda s: s["model"]["vocab"].update({"hello world": 5})))
 
-    def also_added(s: dict) -> None:  # type: ignore[type-arg]
-        s["model"]["vocab"]["hello world"] = 128255
+    def also_added(s: dict, vocab_id: int) -> None:  # type: ignore[type-arg]
+        s["model"]["vocab"]["hello world"] = vocab_id
         s["added_tokens"][-1]["content"] = "hello world"
 
-    edited = malformed(data_dir, also_added)
+    edited = malformed(data_dir, lambda s: also_added(s, 128256))
     # (the vocabulary is one longer: tokenizers numbers the other added tokens one further on)
     with pytest.warns(UserWarning, match="numbered as tokenizers numbers added tokens"):
         tok = Tokenizer.from_str(edited)
-    assert tok.encode("hello world", False) == [128255]
-    sample = "<|begin_of_text|>hello world<|eot_id|>"
+    assert tok.encode("hello world", False) == [128256]
+    sample = "<|begin_of_text|>hello world<|eot_id|><|reserved_special_token_249|>"
     assert tok.encode(sample, False) == tokenizers.Tokenizer.from_str(edited).encode(sample, add_special_tokens=False).ids
+    # With the id 128255, the added tokens numbered one further on reach it: tokenizers gives
+    # '<|reserved_special_token_249|>' and 'hello world' the same id. Refused, naming both.
+    with pytest.raises(NotImplementedError, match="'<\\|reserved_special_token_249\\|>' is numbered 128255, the id of the vocabulary's 'hello world'"):
+        Tokenizer.from_str(malformed(data_dir, lambda s: also_added(s, 128255)))
 
 
 def test_single_word_token_beside_every_assigned_scalar(data_dir: Path) -> None:
@@ -649,9 +653,12 @@ def _edited_added_tokens(spec: dict, case: str) -> None:  # type: ignore[type-ar
         added.append(dict(extra, id=200000, content="<far>"))
     elif case == "empty":  # an empty content, then a new token
         added += [dict(extra, id=128256, content=""), dict(extra, id=128257, content="<new>")]
+    elif case == "repeated with other flags":  # the later flags apply; special if either is
+        added += [dict(added[1], lstrip=True, rstrip=True, special=False), dict(extra, id=128256, content="<new>", special=True)]
+        added += [dict(added[-1], single_word=True, special=False, id=7)]
 
 
-@pytest.mark.parametrize("case", ["repeated", "in the vocabulary", "gap", "reversed", "far", "empty"])
+@pytest.mark.parametrize("case", ["repeated", "in the vocabulary", "gap", "reversed", "far", "empty", "repeated with other flags"])
 def test_added_tokens_numbered_as_tokenizers_numbers_them(data_dir: Path, case: str) -> None:
     """A bug hunt: tokenizers does not take the added tokens' ids from the file, it numbers them
     as it adds them (a repeated content left out and the next token renumbered); peek2 kept the
@@ -664,9 +671,31 @@ def test_added_tokens_numbered_as_tokenizers_numbers_them(data_dir: Path, case: 
         tok = Tokenizer.from_str(text)
     contents = [token["content"] for token in spec["added_tokens"] if token["content"]]
     assert [tok.token_to_id(c) for c in contents] == [ref.token_to_id(c) for c in contents]
-    sample = "Hi " + " x ".join(contents) + " hello<new>"
+    sample = "Hi " + " x ".join(contents) + " hello<new>  x<new>y" + "<|end_of_text|>  "
     assert tok.encode(sample) == ref.encode(sample).ids
-    assert tok.decode(ref.encode(sample).ids, skip_special_tokens=False) == ref.decode(ref.encode(sample).ids, skip_special_tokens=False)
+    got, expected = tok.encode_with_offsets(sample), ref.encode(sample)
+    assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
+    for skip in (False, True):
+        assert tok.decode(expected.ids, skip_special_tokens=skip) == ref.decode(expected.ids, skip_special_tokens=skip)
+
+
+def test_tokens_added_to_a_file_whose_vocabulary_has_ids_past_its_size(data_dir: Path) -> None:
+    """A bug hunt (stop 41): GPT-4o's vocabulary holds 200,000 tokens, ``<|endofprompt|>`` among them
+    as id 200,018; a token added to the file is 200,000 in tokenizers (the largest id so far counts
+    only tokens it added), and was 200,019 here. Ids, offsets and decode against tokenizers."""
+    spec = json.loads((data_dir / "tokenizers" / "gpt4o" / "tokenizer.json").read_text(encoding="utf-8"))
+    for k, content in enumerate(["<x>", "<y>", "<z>"]):
+        spec["added_tokens"].append({"id": 200019 + k, "content": content, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": k != 1})
+    text = json.dumps(spec)
+    ref = tokenizers.Tokenizer.from_str(text)
+    with pytest.warns(UserWarning, match="'<x>' is id 200000, not the file's 200019"):
+        tok = Tokenizer.from_str(text)
+    sample = "a<x>b <y> <|endofprompt|><z><|endoftext|>"
+    expected = ref.encode(sample)
+    assert expected.ids[1] == 200000
+    got = tok.encode_with_offsets(sample)
+    assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
+    assert tok.decode(expected.ids) == ref.decode(expected.ids) and tok.decode(expected.ids, False) == ref.decode(expected.ids, False)
 
 
 def test_occurrence_pattern_finds_the_first_start_of_any_content() -> None:

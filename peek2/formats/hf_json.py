@@ -236,30 +236,56 @@ def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
 
 
 def _numbered(added: list[AddedToken], raw_vocab: dict[str, Any], source: str) -> list[AddedToken]:
-    """The added tokens with the ids tokenizers gives them. It does not take the file's ids (it
-    logs a warning where they differ): it adds the tokens in the file's order, skipping a content
-    added before, giving a content of the model's vocabulary that token's id and any other the
-    vocabulary's size, or one past the largest added id once that is past it. Files written by
-    tokenizers agree; an edited one may not (a bug hunt: a content listed twice, the next token
-    renumbered by tokenizers), and then these ids are the ones that match its encode."""
+    """The added tokens with the ids and flags tokenizers gives them. It does not take the file's
+    ids (it logs a warning where they differ): it adds the tokens in the file's order. A content of
+    the model's vocabulary gets that token's id; any other new content the vocabulary's size, or
+    one past the largest id given so far to such a content once that is past the size (a
+    vocabulary token's id does not count: GPT-4o's ``<|endofprompt|>`` is 200,018 of a vocabulary
+    of 200,000 entries, and a token added to that file is 200,000). A content listed again with the
+    same flags is left out; with other flags it keeps its id and takes those flags, special if
+    either is. Files written by tokenizers agree; an edited one may not (bug hunts: a content listed
+    twice, the next token renumbered by tokenizers; a token added to GPT-4o's file), and then these
+    ids are the ones that match its encode."""
     size = len(raw_vocab)
     numbered: list[AddedToken] = []
-    seen: set[str] = set()
+    where: dict[str, int] = {}  # content -> its index in numbered
     top = -1
     moved: list[str] = []
     for k, token in enumerate(added):
-        if not token.content or token.content in seen:
-            if token.content:
-                moved.append(f"added_tokens[{k}] {token.content!r} repeats an earlier content (left out)")
+        if not token.content:
             continue
-        seen.add(token.content)
+        if token.content in where:
+            earlier = numbered[where[token.content]]
+            if dataclasses.replace(token, id=earlier.id) == earlier:
+                moved.append(f"added_tokens[{k}] {token.content!r} repeats an earlier token (left out)")
+                continue
+            if token.normalized != earlier.normalized:
+                raise NotImplementedError(
+                    f"{source}: added_tokens[{k}] {token.content!r} is listed before with another 'normalized' flag: not supported"
+                )
+            moved.append(f"added_tokens[{k}] {token.content!r} repeats an earlier content with other flags (which it takes)")
+            numbered[where[token.content]] = dataclasses.replace(token, id=earlier.id, special=token.special or earlier.special)
+            continue
         in_vocab = raw_vocab.get(token.content)
-        token_id = in_vocab if isinstance(in_vocab, int) and not isinstance(in_vocab, bool) else (size if top < size else top + 1)
-        top = max(top, token_id)
+        if isinstance(in_vocab, int) and not isinstance(in_vocab, bool):
+            token_id = in_vocab
+        else:
+            token_id = size if top < size else top + 1
+            top = max(top, token_id)
         if token_id != token.id:
             moved.append(f"added_tokens[{k}] {token.content!r} is id {token_id}, not the file's {token.id}")
             token = dataclasses.replace(token, id=token_id)
+        where[token.content] = len(numbered)
         numbered.append(token)
+    if top >= size and max(raw_vocab.values(), default=-1) >= size:  # a new id may be a vocabulary token's
+        taken = {token_id: token for token, token_id in raw_vocab.items() if isinstance(token_id, int) and token_id >= size}
+        for token in numbered:
+            other = taken.get(token.id)
+            if other is not None and other != token.content:
+                raise NotImplementedError(
+                    f"{source}: the added token {token.content!r} is numbered {token.id}, the id of the vocabulary's "
+                    f"{other!r} (tokenizers gives both that id): not supported"
+                )
     if moved:
         more = f" (and {len(moved) - 3} more)" if len(moved) > 3 else ""
         warnings.warn(f"{source}: numbered as tokenizers numbers added tokens: {'; '.join(moved[:3])}{more}", stacklevel=2)
