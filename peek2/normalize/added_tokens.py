@@ -76,7 +76,14 @@ def occurrence_pattern(contents: Iterable[str]) -> re.Pattern[str] | None:
 class AddedTokenMatcher:
     """Finds added tokens in text: leftmost-longest, non-overlapping, like the reference's Aho-Corasick."""
 
-    def __init__(self, tokens: Iterable[AddedToken], normalize: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, tokens: Iterable[AddedToken], normalize: Callable[[str], str] | None = None, *, normalized_in_gaps: bool = False
+    ) -> None:
+        # normalized_in_gaps: one pass over raw and normalized tokens (a stream's), where a
+        # normalized one may start only after the previous token stops, as the reference's second
+        # pass sees only the text between the first pass's tokens (an rstrip token's whitespace
+        # is not there: "<z>" rstrip, then a normalized "\xa0<y>", in "<z>\xa0<y>").
+        self.normalized_in_gaps = normalized_in_gaps
         # Contents by their first two characters, as the lengths to try (longest first), so that
         # a "<" in source code costs one dict lookup, not a startswith per Llama-3 special token.
         self.by_content: dict[str, AddedToken] = {}
@@ -129,7 +136,7 @@ class AddedTokenMatcher:
         run_from = run_to = -1  # the last whitespace run walked by rstrip: text[run_from:run_to]
         upcoming = _Occurrences(text, self.needles)
         while at < n:
-            hit = self._find(text, at, upcoming)
+            hit = self._find(text, at, upcoming, done if self.normalized_in_gaps else 0)
             if hit is None:
                 break
             found, content, token = hit
@@ -170,8 +177,9 @@ class AddedTokenMatcher:
             out.append((done, n, -1))
         return out
 
-    def _find(self, text: str, at: int, upcoming: _Occurrences) -> tuple[int, str, AddedToken] | None:
-        """The leftmost match at or after ``at``; the longest among those starting there."""
+    def _find(self, text: str, at: int, upcoming: _Occurrences, normalized_from: int) -> tuple[int, str, AddedToken] | None:
+        """The leftmost match at or after ``at``; the longest among those starting there (a
+        normalized token only from ``normalized_from`` on)."""
         while True:
             start = upcoming.first_at_or_after(at)
             if start < 0:
@@ -180,7 +188,7 @@ class AddedTokenMatcher:
                 for length in self.lengths.get(key, ()):
                     content = text[start : start + length]
                     token = self.by_content.get(content)
-                    if token is not None:
+                    if token is not None and (start >= normalized_from or not token.normalized):
                         return start, content, token
             at = start + 1
 

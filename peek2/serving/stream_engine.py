@@ -146,7 +146,7 @@ def _stream_matcher(tok: Tokenizer) -> AddedTokenMatcher:
                "they overlap tokens matched before normalization" if overlapping else
                "they have lstrip, rstrip or single_word")
         )
-    return AddedTokenMatcher([*tok._raw_matcher.by_content.values(), *normalized])
+    return AddedTokenMatcher([*tok._raw_matcher.by_content.values(), *normalized], normalized_in_gaps=True)
 
 
 class StreamPlan:
