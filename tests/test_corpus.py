@@ -311,6 +311,126 @@ def test_bad_lines_deep_in_a_file_are_named_by_their_line(tmp_path: Path, data_d
     assert (tmp_path / "p_text_document.bin").read_bytes() == (tmp_path / "o_text_document.bin").read_bytes()
 
 
+# ==== What a second bug hunt found (stop 41) ====
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+                found.append(int(name))
+    return found
+
+
+def _mixed_corpus(path: Path, count: int) -> list[str]:
+    rng = random.Random(5)
+    texts = ["".join(rng.choice(["word ", "字", "é", "\n", "<p>", "1234 "]) for _ in range(rng.randint(0, 400))) for _ in range(count)]
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    return texts
+
+
+def test_resumed_before_its_first_checkpoint_a_run_writes_the_same_bytes(tmp_path: Path, data_dir: Path) -> None:
+    """Killed before its first checkpoint (its first 10 s), a Megatron run left what it had
+    written in the work files, which append: the resumed run wrote it again (a .bin and .idx that
+    disagree, exit 0). Now a resume with nothing checkpointed starts the files over."""
+    path = tmp_path / "c.jsonl"
+    _mixed_corpus(path, 6000)
+    tok = tokenizer_path(data_dir, LLAMA)
+    options = {"tokenizer": tok, "format": "megatron", "append_eos": True, "workers": 1, "unit_bytes": 50_000, "quiet": True}
+    code = f"import peek2.corpus; peek2.corpus.tokenize({str(path)!r}, output={str(tmp_path / 'k')!r}, checkpoint_seconds=3600, **{options!r})"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    work = tmp_path / "k.peek2-work" / "megatron.bin"
+    while child.poll() is None and not (work.exists() and work.stat().st_size > 0):
+        time.sleep(0.005)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert json.loads((tmp_path / "k.peek2-work" / "manifest.json").read_text())["writer"] is None and work.stat().st_size > 0
+    peek2.corpus.tokenize(path, output=tmp_path / "k", resume=True, **options)
+    peek2.corpus.tokenize(path, output=tmp_path / "ref", **options)
+    assert {k[1:]: v for k, v in files_bytes(tmp_path, "k_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
+
+
+def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir: Path) -> None:
+    """A worker killed (as the kernel's OOM killer does) made the run wait forever: its task was
+    lost. Now the run stops with an error naming it, and the work is kept for --resume."""
+    path = tmp_path / "c.jsonl"
+    _mixed_corpus(path, 20000)
+    cli = _cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"), "--format", "megatron", "--workers", "2", "--quiet")
+    child = subprocess.Popen(cli, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    while child.poll() is None and len(workers) < 2:
+        time.sleep(0.01)
+        workers = _children(child.pid)
+    assert workers, "the run ended before its workers could be seen"
+    os.kill(workers[0], signal.SIGKILL)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 2 and f"worker process {workers[0]} died (killed by SIGKILL" in stderr and "--resume" in stderr, stderr
+    peek2.corpus.tokenize(path, output=tmp_path / "o", resume=True, tokenizer=tokenizer_path(data_dir, LLAMA), format="megatron", workers=2, quiet=True)
+    peek2.corpus.tokenize(path, output=tmp_path / "ref", tokenizer=tokenizer_path(data_dir, LLAMA), format="megatron", workers=1, quiet=True)
+    assert {k[1:]: v for k, v in files_bytes(tmp_path, "o_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
+
+
+def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
+    """A truncated .zst was read as a shorter complete corpus (exit 0), and its progress counted
+    decompressed bytes; --force deleted an input named like an output; one deeply nested JSON line
+    was a RecursionError traceback, even with --skip-bad; a line of non-JSON white space (U+00A0,
+    form feed) was dropped as blank; invalid UTF-8 in a Parquet column named no row and could not
+    be skipped; a dictionary-encoded Parquet text column (a pandas Categorical) was refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import zstandard
+
+    tok = tokenizer_path(data_dir, LLAMA)
+    ref = tokenizers.Tokenizer.from_file(tok)
+    run = {"tokenizer": tok, "format": "parquet", "workers": 1, "quiet": True}
+    texts = _mixed_corpus(tmp_path / "c.jsonl", 300)
+    packed = zstandard.ZstdCompressor().compress((tmp_path / "c.jsonl").read_bytes())
+    (tmp_path / "whole.jsonl.zst").write_bytes(packed)
+    stats = peek2.corpus.tokenize(tmp_path / "whole.jsonl.zst", output=tmp_path / "z", **run)
+    assert stats.input_bytes == len(packed) and read_parquet(str(tmp_path / "z.parquet"))[0] == reference_ids(data_dir, LLAMA, texts)
+    (tmp_path / "cut.jsonl.zst").write_bytes(packed[: len(packed) * 2 // 3])
+    with pytest.raises(CorpusInputError, match="cut.jsonl.zst: cannot read: the file ends inside a zstd frame"):
+        peek2.corpus.tokenize(tmp_path / "cut.jsonl.zst", output=tmp_path / "cut", **run)
+    (tmp_path / "o.parquet").write_bytes((tmp_path / "z.parquet").read_bytes())
+    with pytest.raises(CorpusError, match="o.parquet is an input of this run"):
+        peek2.corpus.tokenize(tmp_path / "o.parquet", output=tmp_path / "o", force=True, **run)
+    assert (tmp_path / "o.parquet").read_bytes() == (tmp_path / "z.parquet").read_bytes()
+
+    lines = [b'{"text": "fine"}', b'{"text": "x", "deep": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "\u00a0".encode(), b"\x0c", b" \t\r", b'{"text": "end"}']
+    (tmp_path / "odd.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(CorpusInputError, match="odd.jsonl:2: malformed JSON: nested too deeply"):
+        peek2.corpus.tokenize(tmp_path / "odd.jsonl", output=tmp_path / "odd", **run)
+    stats = peek2.corpus.tokenize(tmp_path / "odd.jsonl", output=tmp_path / "odd2", skip_bad=True, **run)
+    rejects = [json.loads(line) for line in (tmp_path / "odd2.rejects.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["line"] for r in rejects] == [2, 3, 4] and all(r["reason"].startswith("malformed JSON") for r in rejects)
+    assert stats.blank_lines == 1 and stats.documents == 2
+
+    table = pa.table({"text": pa.array([b"good", b"caf\xe9", b"also good"], pa.binary()).cast(pa.string(), safe=False)})
+    pq.write_table(table, tmp_path / "badutf8.parquet")
+    with pytest.raises(CorpusInputError, match="badutf8.parquet row 1: invalid UTF-8 \\(byte 0xE9 at byte 3 of the value\\)"):
+        peek2.corpus.tokenize(tmp_path / "badutf8.parquet", output=tmp_path / "bad", **run)
+    stats = peek2.corpus.tokenize(tmp_path / "badutf8.parquet", output=tmp_path / "bad2", skip_bad=True, **run)
+    assert stats.rejected == 1 and read_parquet(str(tmp_path / "bad2.parquet"))[0] == reference_ids(data_dir, LLAMA, ["good", "also good"])
+
+    pq.write_table(pa.table({"text": pa.array(["b", "a", "b", "c"]).dictionary_encode()}), tmp_path / "categorical.parquet")
+    peek2.corpus.tokenize(tmp_path / "categorical.parquet", output=tmp_path / "cat", **run)
+    assert read_parquet(str(tmp_path / "cat.parquet"))[0] == [ref.encode(t, add_special_tokens=False).ids for t in "babc"]
+
+
+def test_batch_function_refuses_one_text(data_dir: Path) -> None:
+    """``ds.map(tok.batch_function())`` without ``batched=True`` hands it one str: each character
+    was tokenized as a document of its own, silently."""
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    with pytest.raises(TypeError, match="one str, not a batch of texts: call ds.map\\(..., batched=True\\)"):
+        tok.batch_function()({"text": "Hello world"})
+
+
 # ==== Inputs ====
 
 

@@ -60,6 +60,8 @@ class BatchFunction:
         stores them as a list<uint32> column (it refuses Arrow arrays in a dict, and an Arrow table
         returned would replace the input's columns instead of joining them)."""
         texts = batch[self.text_key]
+        if isinstance(texts, str):  # (ds.map without batched=True: each character was a document)
+            raise TypeError(f"batch[{self.text_key!r}] is one str, not a batch of texts: call ds.map(..., batched=True)")
         if hasattr(texts, "to_pylist"):  # (a pyarrow column, from ds.with_format("arrow"))
             texts = texts.to_pylist()
         column = ids_column(self.tokenizer, texts, self.text_key, self.add_special_tokens)

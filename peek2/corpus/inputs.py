@@ -190,16 +190,55 @@ def _open_binary(source: Source) -> IO[bytes]:
         except ImportError:
             raw.close()
             raise CorpusInputError(f"{source.path}: reading .zst needs the zstandard package (pip install 'peek2[corpus]')") from None
-        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=True)  # type: ignore[no-any-return]
+        return _ZstdFrames(raw, zstandard)  # type: ignore[return-value]
     return raw
+
+
+class _ZstdFrames:
+    """The frames of a .zst file, decompressed one after another.
+
+    Not zstandard's ``stream_reader``: on a file cut inside a frame it ends as if the file were
+    whole (a bug hunt: a truncated corpus read as a shorter complete one, exit 0). Here the end of
+    the file inside a frame raises EOFError, as ``gzip`` does."""
+
+    def __init__(self, raw: IO[bytes], zstandard: Any) -> None:
+        self.raw = raw
+        self.new_frame = zstandard.ZstdDecompressor().decompressobj
+        self.frame = self.new_frame()
+        self.in_frame = False  # bytes of the current frame have been read
+        self.pending = b""
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes (fewer only at the end, or past a chunk); b"" at the end."""
+        while not self.pending:
+            chunk = self.raw.read(1 << 20)
+            if not chunk:
+                if self.in_frame:
+                    raise EOFError("the file ends inside a zstd frame (truncated)")
+                return b""
+            while chunk:
+                self.in_frame = True
+                self.pending += self.frame.decompress(chunk)
+                chunk = b""
+                if self.frame.eof:
+                    chunk = self.frame.unused_data
+                    self.frame = self.new_frame()
+                    self.in_frame = False
+        data, self.pending = self.pending[:size], self.pending[size:]
+        return data
+
+    def tell(self) -> int:
+        """Bytes of the compressed file read so far."""
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 def _raw_position(handle: IO[bytes], source: Source) -> int:
     """Bytes of the file itself read so far (the compressed position for compressed files)."""
     if source.compression == "gzip":
         return handle.fileobj.tell()  # type: ignore[attr-defined, no-any-return]
-    if source.compression == "zstd":
-        return int(handle.tell())  # (decompressed; close enough for progress)
     return handle.tell()
 
 
@@ -364,14 +403,20 @@ def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, tex
     if text_key not in schema.names:
         raise CorpusInputError(f"{source.path}: no column {text_key!r} (columns: {', '.join(schema.names)}); choose one with --text-key")
     column_type = schema.field(text_key).type
-    if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
+    # Strings, also dictionary-encoded (a pandas Categorical) or as string views: read as strings.
+    value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
+    viewed = hasattr(pa.types, "is_string_view") and pa.types.is_string_view(value_type)
+    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or viewed):
         raise CorpusInputError(f"{source.path}: column {text_key!r} holds {column_type}, not strings")
+    plain_type = pa.large_string() if pa.types.is_large_string(value_type) or viewed else pa.string()
     size = os.path.getsize(source.path)
     row = 0
     pending: list[Any] = []
     pending_bytes = 0
     start_row = first.position
     for array in batches:
+        if array.type != plain_type:
+            array = array.cast(plain_type)
         length = len(array)
         if row + length <= start_row:
             row += length

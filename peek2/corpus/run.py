@@ -18,6 +18,8 @@ only to complete files (``writers.publish``).
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import concurrent.futures.process
 import contextlib
 import functools
 import json
@@ -44,6 +46,7 @@ UNIT_BYTES = 4 << 20
 DEFAULT_SHARD_SIZE = 10**8  # ids a llm.c shard (fineweb.py's default)
 EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "</s>", "<eos>")  # (DeepSeek's bars are fullwidth)
 MANIFEST_VERSION = 1
+JSON_SPACE = " \t\r\n"  # JSON's white space (RFC 8259), what may stand around a value
 # Options that decide the output: a resumed run must have the same ones.
 OUTPUT_OPTIONS = ("format", "text_key", "append_eos", "eos_id", "add_special_tokens", "shard_size", "unit_bytes", "dtype")
 
@@ -169,13 +172,16 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             except UnicodeDecodeError as error:
                 bad(unit.source, line, f"invalid UTF-8 (byte 0x{raw[error.start]:02X} at byte {error.start} of the line)")
                 continue
-            if not decoded.strip():
+            if not decoded.strip(JSON_SPACE):  # (JSON's white space only: a line of U+00A0 is malformed, not blank)
                 blank += 1
                 continue
             try:
                 record = json.loads(decoded)
             except ValueError as error:
                 bad(unit.source, line, f"malformed JSON: {error}")
+                continue
+            except RecursionError:
+                bad(unit.source, line, "malformed JSON: nested too deeply for Python's json")
                 continue
             if not isinstance(record, dict):
                 bad(unit.source, line, f"a JSON {type(record).__name__}, not an object")
@@ -190,7 +196,10 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             texts.append(text)
             where.append((unit.source, line))
     elif unit.kind == "arrow":
-        for k, text in enumerate(unit.payload.to_pylist()):
+        for k, text in enumerate(_arrow_texts(unit.payload)):
+            if isinstance(text, UnicodeDecodeError):
+                bad(unit.source, unit.line + k, f"invalid UTF-8 (byte 0x{text.object[text.start]:02X} at byte {text.start} of the value)")
+                continue
             if text is None:
                 bad(unit.source, unit.line + k, f"column {options.text_key!r} is null")
                 continue
@@ -222,6 +231,26 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
                 out.truncate(mark)
                 bad(source, line, str(error).replace("texts[0]: ", ""))
     return UnitResult(out.getvalue(), numpy.array(lengths, dtype=numpy.int64), rejects, blank, newlines)
+
+
+def _arrow_texts(column: Any) -> list[Any]:
+    """The values of an Arrow string column; a value that is not UTF-8 (Parquet does not check)
+    as its UnicodeDecodeError, so that the row is named (or skipped with skip_bad)."""
+    try:
+        return column.to_pylist()  # type: ignore[no-any-return]
+    except UnicodeDecodeError:
+        values: list[Any] = []
+        for k in range(len(column)):
+            value = column[k]
+            if not value.is_valid:
+                values.append(None)
+                continue
+            data = value.as_buffer().to_pybytes()
+            try:
+                values.append(data.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                values.append(error)
+        return values
 
 
 def _location(paths: list[str], kind: str, source: int, line: int) -> str:
@@ -379,7 +408,7 @@ def tokenize(
             run.release()
             raise CorpusError(f"cannot resume {output}: {problem}")
     else:
-        _clear_the_way(run, format, text_key, force)
+        _clear_the_way(run, format, text_key, force, sources)
         os.makedirs(run.work)
         run.acquire()
         manifest = {
@@ -419,12 +448,15 @@ def _resume_problem(manifest: dict[str, Any], fingerprints: list[dict[str, Any]]
     return ""
 
 
-def _clear_the_way(run: _Run, format: str, text_key: str, force: bool) -> None:
+def _clear_the_way(run: _Run, format: str, text_key: str, force: bool, sources: list[Source]) -> None:
     output = run.output
     in_the_way = []
     if os.path.exists(run.work):
         if not force:
             raise CorpusError(f"an interrupted run's work is in {run.work}: continue it with --resume (resume=True), or start over with --force")
+        if os.path.exists(os.path.join(run.work, "lock")):
+            run.acquire()  # (refused while another run is writing there: --force is for stopped runs)
+            run.release()
         shutil.rmtree(run.work)
     folder = os.path.dirname(os.path.abspath(output))
     base = os.path.basename(output)
@@ -433,6 +465,10 @@ def _clear_the_way(run: _Run, format: str, text_key: str, force: bool) -> None:
             name.startswith(base + "_") and name.endswith(".bin") and name[len(base) + 1 : -4].isdigit() and len(name) - len(base) - 5 == 6
         ):
             in_the_way.append(os.path.join(folder, name))
+    inputs = {os.path.realpath(source.path) for source in sources}
+    for path in in_the_way:
+        if os.path.realpath(path) in inputs:
+            raise CorpusError(f"{path} is an input of this run and the name of one of its outputs: choose another output prefix")
     if in_the_way and not force:
         raise CorpusError(f"{in_the_way[0]} exists{f' (and {len(in_the_way) - 1} more outputs)' if len(in_the_way) > 1 else ''}: pass --force (force=True) to replace the outputs of {output}")
     for path in in_the_way:
@@ -452,6 +488,13 @@ def _run(
     resumed: bool,
     ray: tuple[int | None, str | None] | None = None,
 ) -> RunStats:
+    if manifest["writer"] is None:
+        # Nothing written was checkpointed (a run stopped in its first seconds): what it wrote
+        # goes, or a writer that appends (Megatron's) would keep it and write it again.
+        for name in os.listdir(run.work):
+            if name not in ("manifest.json", "lock"):
+                path = os.path.join(run.work, name)
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
     writer: Writer = WRITERS[options.format](run.output, run.work, options.dtype, {"text_key": options.text_key, "shard_size": options.shard_size})
     stats = dict(manifest["stats"])
     if manifest["writer"] is not None:
@@ -542,25 +585,46 @@ def _run(
         else:
             context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
             lock_fd = run.lock.fileno() if context.get_start_method() == "fork" else -1
-            pool = context.Pool(workers, initializer=_init_worker, initargs=(tok, options, paths, os.getpid(), lock_fd))
+            # An executor, not multiprocessing.Pool: a worker that dies (the OOM killer) breaks it
+            # and the results wait for raise; Pool lost that task and waited for ever, or hung in
+            # terminate on the queue lock the dead worker held (a bug hunt).
+            pool = concurrent.futures.ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_init_worker, initargs=(tok, options, paths, os.getpid(), lock_fd)
+            )
             window: collections.deque[tuple[Unit, Any]] = collections.deque()
+            spawned: list[Any] = []  # the worker processes (to name one that dies; the executor forgets them)
+
+            def result_of(pending: Any) -> UnitResult:
+                try:
+                    return pending.result()  # type: ignore[no-any-return]
+                except concurrent.futures.process.BrokenProcessPool:
+                    dead = [p for p in spawned if p.exitcode is not None]
+                    dead.sort(key=lambda p: p.exitcode == -signal.SIGTERM)  # (the executor ends the others with SIGTERM)
+                    if not dead:
+                        raise CorpusError(f"a worker process died (out of memory?): the work so far is kept in {run.work}: continue with --resume") from None
+                    code = dead[0].exitcode
+                    how = f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else f"exit status {code}"
+                    raise CorpusError(
+                        f"worker process {dead[0].pid} died ({how}; out of memory?): the work so far is kept in {run.work}: continue with --resume"
+                    ) from None
 
             def take_first() -> None:
                 nonlocal done, last_checkpoint
                 first, pending = window.popleft()
-                done = take(first, pending.get)
+                done = take(first, functools.partial(result_of, pending))
                 if time.monotonic() - last_checkpoint >= checkpoint_seconds:
                     checkpoint(done)
                     last_checkpoint = time.monotonic()
 
             for unit in units:
-                window.append((unit, pool.apply_async(_encode_in_worker, (unit,))))
+                window.append((unit, pool.submit(_encode_in_worker, unit)))
+                if not spawned:
+                    spawned.extend(getattr(pool, "_processes", {}).values())
                 if len(window) >= 2 * workers:
                     take_first()
             while window:
                 take_first()
-            pool.close()
-            pool.join()
+            pool.shutdown()
             pool = None
         checkpoint(done)
         progress.close()
@@ -596,6 +660,11 @@ def _run(
         with contextlib.suppress(Exception):
             checkpoint(done)
         raise CorpusInputError(f"{error} (the work so far is kept in {run.work}: continue past such documents with --resume --skip-bad)") from None
+    except CorpusError:  # (a worker died: what came before is written, keep it for --resume)
+        _stop(pool)
+        with contextlib.suppress(Exception):
+            checkpoint(done)
+        raise
     except BaseException:
         _stop(pool)
         raise
@@ -607,6 +676,13 @@ def _run(
 
 
 def _stop(pool: Any) -> None:
+    """Stop the workers at once (an error or an interrupt: their results are not wanted)."""
     if pool is not None:
-        pool.terminate()
-        pool.join()
+        processes = list(getattr(pool, "_processes", {}).values())  # (no public way to kill them before 3.14)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.kill()
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.join(5)
