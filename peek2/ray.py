@@ -69,6 +69,8 @@ class TokenizeBatches:
             column = self._column(batch.column(self.text_key).to_pylist())
             if not self.keep_columns:
                 return pa.table({self.output_key: column})
+            if self.output_key in batch.column_names:  # (replaced, as the numpy form's dict entry is)
+                return batch.set_column(batch.column_names.index(self.output_key), self.output_key, column)
             return batch.append_column(self.output_key, column)
         if isinstance(batch, dict):
             texts = batch[self.text_key]

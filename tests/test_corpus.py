@@ -233,6 +233,16 @@ def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_d
         peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
     stats = peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", force=True, quiet=True)
     assert stats.documents == len(texts) + 1
+    # Finished: --resume gives its summary back, and only for the same run (a bug hunt: other
+    # inputs, tokenizer or options got it back too, with the old files).
+    again = peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
+    assert again == stats
+    with pytest.raises(CorpusError, match="the run is finished, and the tokenizer differs"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, QWEN), output=out, format="megatron", resume=True, quiet=True)
+    with pytest.raises(CorpusError, match="the run is finished, and the inputs differ"):
+        peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
+    with pytest.raises(CorpusError, match="the run is finished, and option append_eos was False"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", append_eos=True, resume=True, quiet=True)
 
 
 # ==== Bad input ====
@@ -421,6 +431,22 @@ def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     pq.write_table(pa.table({"text": pa.array(["b", "a", "b", "c"]).dictionary_encode()}), tmp_path / "categorical.parquet")
     peek2.corpus.tokenize(tmp_path / "categorical.parquet", output=tmp_path / "cat", **run)
     assert read_parquet(str(tmp_path / "cat.parquet"))[0] == [ref.encode(t, add_special_tokens=False).ids for t in "babc"]
+
+
+def test_tokenize_batches_replaces_an_ids_column_and_megatron_text_key_is_a_name(tmp_path: Path, data_dir: Path) -> None:
+    """A table that already had ``input_ids`` got a second column of that name (and then
+    ``column("input_ids")`` raised); a Megatron text key with a "/" tokenized the whole corpus,
+    then failed with "file not found". Called directly, no Ray needed."""
+    import pyarrow as pa
+
+    from peek2.ray import TokenizeBatches
+
+    tokenize = TokenizeBatches(tokenizer_path(data_dir, LLAMA), text_key="text")
+    out = tokenize(pa.table({"text": ["Hello world", ""], "input_ids": [[1], [2]]}))
+    assert out.column_names == ["text", "input_ids"] and out.column("input_ids").to_pylist() == [[9906, 1917], []]
+    _mixed_corpus(tmp_path / "c.jsonl", 10)
+    with pytest.raises(CorpusError, match="text_key 'a/b' names the Megatron files"):
+        peek2.corpus.tokenize(tmp_path / "c.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", text_key="a/b", quiet=True)
 
 
 def test_batch_function_refuses_one_text(data_dir: Path) -> None:

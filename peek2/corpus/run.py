@@ -30,7 +30,7 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy
@@ -365,6 +365,8 @@ def tokenize(
         raise CorpusError(f"unit_bytes must be a positive int, not {unit_bytes!r}")
     if format == "llmc" and append_eos:
         raise CorpusError("append_eos (--append-eos) does not apply to llmc: its shards already start every document with the end-of-text token, as llm.c's fineweb.py writes them")
+    if format == "megatron" and any(sep and sep in text_key for sep in (os.sep, os.altsep)):
+        raise CorpusError(f"text_key {text_key!r} names the Megatron files (PREFIX_{{text_key}}_document.bin, as Megatron names them): it cannot hold a path separator")
     if progress not in ("auto", "bar", "lines", "quiet"):
         raise CorpusError(f"progress must be 'auto', 'bar', 'lines' or 'quiet', not {progress!r}")
     if quiet:
@@ -393,8 +395,17 @@ def tokenize(
     if resume:
         if not os.path.isdir(run.work):
             if os.path.exists(run.summary_path):
-                with open(run.summary_path, encoding="utf-8") as handle:
-                    return RunStats(**json.load(handle))
+                # Finished: its summary, if it was this run (a bug hunt: other inputs, tokenizer
+                # or options got the old summary back, exit 0, and the old files).
+                try:
+                    with open(run.summary_path, encoding="utf-8") as handle:
+                        summary = json.load(handle)
+                    problem = _resume_problem(summary["run"], fingerprints, digest, option_values)
+                except (OSError, ValueError, KeyError, TypeError) as error:
+                    problem = f"its summary {run.summary_path} does not say what it ran ({type(error).__name__}: {error})"
+                if problem:
+                    raise CorpusError(f"cannot resume {output}: the run is finished, and {problem}: start a new run (--force replaces its outputs)")
+                return RunStats(**{f.name: summary[f.name] for f in fields(RunStats)})
             raise CorpusError(f"nothing to resume for {output}: no work folder {run.work}")
         run.acquire()
         try:
@@ -649,7 +660,9 @@ def _run(
         )
         tmp = run.summary_path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(asdict(result), handle, indent=1)
+            # The run's identity too: a later --resume of a finished run checks it (see tokenize).
+            identity = {key: manifest[key] for key in ("peek2_corpus_manifest", "inputs", "tokenizer", "options")}
+            json.dump({**asdict(result), "run": identity}, handle, indent=1)
         publish(tmp, run.summary_path)
         run.release()
         shutil.rmtree(run.work)
