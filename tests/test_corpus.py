@@ -449,6 +449,34 @@ def test_tokenize_batches_replaces_an_ids_column_and_megatron_text_key_is_a_name
         peek2.corpus.tokenize(tmp_path / "c.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", text_key="a/b", quiet=True)
 
 
+def test_a_crash_while_publishing_outputs_is_a_clear_error_on_resume(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed between renaming the .bin and the .idx to their final names, a run left a state
+    that --resume answered with a RuntimeError traceback. Now it is a CorpusError (the CLI's exit
+    status 2), and --force starts over."""
+    import peek2.corpus.writers as writers
+
+    _mixed_corpus(tmp_path / "c.jsonl", 50)
+    real, calls = writers.publish, []
+
+    class Crash(BaseException):
+        pass
+
+    def publish_then_crash(tmp: str, final: str) -> None:
+        real(tmp, final)
+        calls.append(final)
+        raise Crash
+
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "output": tmp_path / "o", "format": "megatron", "workers": 1, "quiet": True}
+    monkeypatch.setattr(writers, "publish", publish_then_crash)
+    with pytest.raises(Crash):
+        peek2.corpus.tokenize(tmp_path / "c.jsonl", **options)
+    monkeypatch.setattr(writers, "publish", real)
+    assert calls and calls[0].endswith("o_text_document.bin")
+    with pytest.raises(CorpusError, match="cannot resume .*start over with --force"):
+        peek2.corpus.tokenize(tmp_path / "c.jsonl", resume=True, **options)
+    assert peek2.corpus.tokenize(tmp_path / "c.jsonl", force=True, **options).documents == 50
+
+
 def test_batch_function_refuses_one_text(data_dir: Path) -> None:
     """``ds.map(tok.batch_function())`` without ``batched=True`` hands it one str: each character
     was tokenized as a document of its own, silently."""

@@ -509,7 +509,11 @@ def _run(
     writer: Writer = WRITERS[options.format](run.output, run.work, options.dtype, {"text_key": options.text_key, "shard_size": options.shard_size})
     stats = dict(manifest["stats"])
     if manifest["writer"] is not None:
-        writer.resume(manifest["writer"])
+        try:
+            writer.resume(manifest["writer"])
+        except (RuntimeError, OSError) as error:  # (its files are not what the manifest says: a crash while publishing them)
+            writer.close()
+            raise CorpusError(f"cannot resume {run.output}: {error}; start over with --force") from None
     rejects_size = manifest["rejects_bytes"]
     with open(run.rejects_path, "ab"):
         pass
