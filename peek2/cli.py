@@ -314,24 +314,38 @@ def _decode(args: argparse.Namespace, out: _Output) -> int:
     decoder = tokenizer.stream_decoder(skip_special_tokens=not args.keep_special_tokens)
     last = ""
     batch: list[int] = []
+    done = 0  # ids decoded before ``batch`` (errors name the bad id's place in the input)
     try:
         for token_id in _parse_ids(_id_words(args.file)):
             batch.append(token_id)
             if len(batch) >= 65_536:
                 text = decoder.feed(batch)
+                done += len(batch)
                 batch = []
                 if text:
                     out.write(text)
                     last = text[-1]
         text = decoder.feed(batch) + decoder.finish()
+    except CliError as error:
+        raise CliError(f"{error} (after {done + len(batch):,} ids)") from None
     except (TypeError, ValueError) as error:
-        raise CliError(str(error)) from None
+        raise CliError(f"{error} (id number {done + _first_bad(tokenizer, batch) + 1:,} of the input)") from None
     if text:
         out.write(text)
         last = text[-1]
     if not args.exact and last != "\n":
         out.write("\n")
     return 0
+
+
+def _first_bad(tokenizer: peek2.Tokenizer, ids: list[int]) -> int:
+    """Where in ``ids`` the first id that does not decode is (an error path only)."""
+    for k, token_id in enumerate(ids):
+        try:
+            tokenizer.decode_bytes([token_id], False)
+        except (TypeError, ValueError):
+            return k
+    return len(ids) - 1
 
 
 def _split(args: argparse.Namespace, out: _Output) -> int:

@@ -137,7 +137,16 @@ def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir
             [sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input="Hello", stdout=full, stderr=subprocess.PIPE, text=True
         )
     assert no_space.returncode == 1 and no_space.stderr == "peek2: cannot write the output: No space left on device\n"
-    for ids, message in (("[1, 2", "not closed"), ("[1 2]", "expected ','"), ("1 2.5", "'2.5' is not an integer"), ("1 -5", "token id -5")):
+    # (A second bug hunt: a bad id deep in the input was not placed: now its number is given.)
+    deep = "9906 1917\n" * 40_000
+    for ids, message in (
+        ("[1, 2", "not closed"),
+        ("[1 2]", "expected ','"),
+        ("1 2.5", "'2.5' is not an integer (after 1 ids)"),
+        ("1 -5", "token id -5"),
+        (deep + "9906 128256", "token id 128256 is not in the vocabulary (0..128255) (id number 80,002 of the input)"),
+        (deep + "abc", "'abc' is not an integer (after 80,000 ids)"),
+    ):
         bad = peek2("decode", "--tokenizer", path, stdin=ids)
         assert bad.returncode == 2 and message in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
 
