@@ -477,6 +477,19 @@ def test_a_crash_while_publishing_outputs_is_a_clear_error_on_resume(tmp_path: P
     assert peek2.corpus.tokenize(tmp_path / "c.jsonl", force=True, **options).documents == 50
 
 
+@pytest.mark.parametrize("fmt", ["megatron", "llmc"])
+def test_empty_documents_counted_with_special_tokens(tmp_path: Path, data_dir: Path, fmt: str) -> None:
+    """With add_special_tokens an empty text is written as its special tokens: the summary counted
+    no empty document (it looked for documents of no id, or of llm.c's delimiter alone)."""
+    (tmp_path / "c.jsonl").write_text('{"text": ""}\n{"text": "Hello"}\n{"text": ""}\n', encoding="utf-8")
+    for special in (False, True):
+        stats = peek2.corpus.tokenize(
+            tmp_path / "c.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / f"o{special}", format=fmt,
+            add_special_tokens=special, append_eos=fmt == "megatron", workers=1, quiet=True,
+        )
+        assert stats.empty_documents == 2 and stats.documents == 3
+
+
 def test_batch_function_refuses_one_text(data_dir: Path) -> None:
     """``ds.map(tok.batch_function())`` without ``batched=True`` hands it one str: each character
     was tokenized as a document of its own, silently."""

@@ -171,5 +171,5 @@ def write_batches(batches: Any, writer: Writer, dtype: str, progress: Any, stats
         writer.write(memoryview(values.view(dtype) if width else values.astype(dtype)).cast("B"), lengths)
         stats["documents"] += len(lengths)
         stats["tokens"] += int(lengths.sum())
-        stats["empty_documents"] += int(numpy.count_nonzero(lengths == (1 if options.format == "llmc" else 0)))
+        stats["empty_documents"] += int(numpy.count_nonzero(lengths == options.empty_length))
         progress.update(0, len(lengths), int(lengths.sum()))

@@ -84,6 +84,7 @@ class Options:
     unit_bytes: int
     dtype: str
     skip_bad: bool
+    empty_length: int = 0  # the ids an empty document is written as (delimiters, special tokens)
 
 
 @dataclass
@@ -383,7 +384,12 @@ def tokenize(
     if not digest:
         raise CorpusError("the tokenizer must be loaded from a file or a named model (its content is hashed for --resume)")
     eos_id = _eos_id(tok, eos_token) if (append_eos or format == "llmc") else -1
-    options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, token_dtype(format, tok.vocab_size), skip_bad)
+    # A document is empty where it is written as what an empty text is (a text of its own gives at
+    # least one id more): with add_special_tokens that is its special tokens, not nothing.
+    first_id = eos_id if format == "llmc" else -1
+    empty_length = tok._write_flat([""], BytesWriter(), True, add_special_tokens, False, first_id, eos_id if append_eos else -1)[0]
+    dtype = token_dtype(format, tok.vocab_size)
+    options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, dtype, skip_bad, empty_length)
     output = os.fspath(output)
     if os.path.dirname(output):
         os.makedirs(os.path.dirname(output), exist_ok=True)
@@ -563,7 +569,7 @@ def _run(
         tokens = int(result.lengths.sum())
         stats["documents"] += len(result.lengths)
         stats["tokens"] += tokens
-        stats["empty_documents"] += int(numpy.count_nonzero(result.lengths == (1 if options.format == "llmc" else 0)))
+        stats["empty_documents"] += int(numpy.count_nonzero(result.lengths == options.empty_length))
         stats["rejected"] += len(result.rejects)
         stats["blank_lines"] += result.blank_lines
         stats["input_bytes"] += unit.input_bytes
