@@ -619,6 +619,9 @@ def _run(
                 try:
                     return pending.result()  # type: ignore[no-any-return]
                 except concurrent.futures.process.BrokenProcessPool:
+                    for process in spawned:  # (the executor reaps them in its own thread: wait for their exit codes)
+                        with contextlib.suppress(Exception):
+                            process.join(5)
                     dead = [p for p in spawned if p.exitcode is not None]
                     dead.sort(key=lambda p: p.exitcode == -signal.SIGTERM)  # (the executor ends the others with SIGTERM)
                     if not dead:
