@@ -316,9 +316,10 @@ class MergeTable:
         pair_filter = vec[i64]([0] * words)
         if filter_words == 0:
             pair_filter[0] = -1  # every pair passes
-        for pair_key in pair_keys:
-            word, bits = _filter_word_bits(pair_key + 1, words - 1)
-            pair_filter[word] |= bits
+        else:
+            for pair_key in pair_keys:
+                word, bits = _filter_word_bits(pair_key + 1, words - 1)
+                pair_filter[word] |= bits
         self.filter: Final = pair_filter
         self.filter_mask: Final[i64] = words - 1
         slots: i64 = 1
