@@ -174,3 +174,47 @@ def test_unsupported_tokenizers_are_left_alone(data_dir: Path, tmp_path: Path, p
     assert got.encodings is not None  # transformers' own path
     assert dict(got) == dict(unpatched(reference, text))
     assert patched_family(patched.backend_tokenizer) is None
+
+
+def test_tokenize_works_while_patched(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: ``tok.tokenize(text)`` raised ValueError while patched (it reads ``.tokens()``
+    of a result the plain path makes without encodings)."""
+    for model in MODELS:
+        folder = str(data_dir / "tokenizers" / model)
+        reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+        for text in ("Hello world", "  x  \n\n\t y \u00e9 <|im_start|>", "漢字かな Ωmega 123456"):
+            peek2.unpatch_transformers()
+            expected = reference.tokenize(text), reference.tokenize(text, "a pair", add_special_tokens=True)
+            peek2.patch_transformers()
+            assert (patched.tokenize(text), patched.tokenize(text, "a pair", add_special_tokens=True)) == expected
+
+
+def test_tokens_added_at_run_time_keep_their_live_ids(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: a token added to GPT-4o's tokenizer takes id 200019 in the live backend (after
+    its largest added id) where a reload of the saved JSON numbers it 200000; the plain path gave
+    200000, an id the live tokenizer does not have."""
+    folder = str(data_dir / "tokenizers" / "gpt4o")
+    reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    for tok in (reference, patched):
+        tok.add_tokens(["hello world"])
+        tok.add_special_tokens({"additional_special_tokens": ["<extra special>"]})
+    text = "say hello world <extra special> twice: hello world"
+    expected = unpatched(reference, text)["input_ids"]
+    assert 200019 in expected  # (the live numbering this test is about)
+    assert patched(text)["input_ids"] == expected
+    assert patched(text, return_offsets_mapping=True)["input_ids"] == expected
+    assert patched.decode(expected) == reference.decode(expected)
+
+
+def test_tokens_added_after_a_truncating_call_keep_the_fast_path(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: tokens added after a call with ``truncation=True`` (which leaves truncation set
+    on the backend) rebuilt the standalone tokenizer from JSON holding that truncation, which it
+    refused: every later plain call took the backend's path."""
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    for tok in (reference, patched):
+        tok(["a b c d e"], truncation=True, max_length=3)
+        tok.add_tokens(["zzz"])
+    assert patched("hi zzz")["input_ids"] == unpatched(reference, "hi zzz")["input_ids"]
+    state = transformers_patch._STATE[patched]
+    assert state[1] is not None  # the standalone tokenizer, not the backend's path

@@ -29,6 +29,9 @@ the first call, are not seen.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import warnings
 import weakref
 from typing import Any
 
@@ -70,7 +73,9 @@ def patch_transformers() -> None:
     original = TokenizersBackend._encode_plus
     original_call = TokenizersBackend.__call__
     original_add_tokens = TokenizersBackend._add_tokens
+    original_tokenize = TokenizersBackend.tokenize
     _ORIGINAL["_encode_plus"] = original
+    _ORIGINAL["tokenize"] = original_tokenize
     _ORIGINAL["__call__"] = original_call
     _ORIGINAL["_add_tokens"] = original_add_tokens
     _ORIGINAL["own __call__"] = TokenizersBackend.__dict__.get("__call__")  # None: inherited
@@ -95,6 +100,11 @@ def patch_transformers() -> None:
                 return _plain_call(self, engine, text, kwargs)
         return original_call(self, text, *args, **kwargs)
 
+    def tokenize(self: Any, text: str, pair: str | None = None, add_special_tokens: bool = False, **kwargs: Any) -> list[str]:
+        # transformers' tokenize reads ``.tokens()`` of _encode_plus's result, which only the
+        # backend's path has (a bug hunt: every ``tok.tokenize(text)`` raised ValueError).
+        return list(original(self, text, pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
+
     def _add_tokens(self: Any, new_tokens: Any, special_tokens: bool = False) -> Any:
         _STATE.pop(self, None)  # rebuilt at the next call, with the new tokens
         return original_add_tokens(self, new_tokens, special_tokens)
@@ -102,6 +112,7 @@ def patch_transformers() -> None:
     TokenizersBackend._encode_plus = _encode_plus
     TokenizersBackend.__call__ = __call__
     TokenizersBackend._add_tokens = _add_tokens
+    TokenizersBackend.tokenize = tokenize
 
 
 def unpatch_transformers() -> None:
@@ -112,6 +123,7 @@ def unpatch_transformers() -> None:
 
         TokenizersBackend._encode_plus = original
         TokenizersBackend._add_tokens = _ORIGINAL.pop("_add_tokens")
+        TokenizersBackend.tokenize = _ORIGINAL.pop("tokenize")
         _ORIGINAL.pop("__call__")
         _ORIGINAL.pop("set_truncation_and_padding")
         own_call = _ORIGINAL.pop("own __call__")
@@ -144,11 +156,46 @@ def _engine(self: Any) -> Tokenizer | None:
     try:
         if patched_family(backend) is None:
             patch(backend)
-        engine = Tokenizer.from_str(backend.to_str())  # the original form (patch's to_str)
+        with warnings.catch_warnings():  # (ids the file's numbering moves: the live ones are taken below)
+            warnings.simplefilter("ignore")
+            engine = Tokenizer.from_str(_saved_form(backend))
+        engine = _with_live_ids(engine, backend)
     except (NotImplementedError, UnsupportedPatternError, TokenizerFormatError):
         engine = None
     _STATE[self] = (fingerprint, engine)
     return engine
+
+
+def _saved_form(backend: Any) -> str:
+    """The backend's JSON (the original form: patch's to_str) without the truncation and padding
+    a call left set, which plain calls turn off anyway (a bug hunt: tokens added after a call with
+    ``truncation=True`` left the tokenizer on the slow path, from_str refusing them)."""
+    saved: str = backend.to_str()
+    if backend.truncation is None and backend.padding is None:
+        return saved
+    data = json.loads(saved)
+    data["truncation"] = None
+    data["padding"] = None
+    return json.dumps(data)
+
+
+def _with_live_ids(engine: Tokenizer, backend: Any) -> Tokenizer | None:
+    """``engine`` with the ids the live backend gives its added tokens. A token added at run time
+    takes the next id after the largest added id there, where a load of the saved JSON numbers it
+    after the largest new content's (a bug hunt, GPT-4o's file: 200019 live, 200000 reloaded).
+    None (the backend's own path) where the two cannot be paired one to one."""
+    live: dict[str, int] = {}
+    for token_id, token in backend.get_added_tokens_decoder().items():
+        if token.content in live:
+            return None
+        live[token.content] = token_id
+    added = engine.spec.added_tokens
+    if all(live.get(t.content) == t.id for t in added):
+        return engine
+    if len(added) != len(live) or len({t.content for t in added}) != len(added) or any(t.content not in live for t in added):
+        return None
+    spec = dataclasses.replace(engine.spec, added_tokens=[dataclasses.replace(t, id=live[t.content]) for t in added])
+    return Tokenizer(spec)
 
 
 _CALL_KEYWORDS = frozenset({"add_special_tokens", "return_attention_mask", "split_special_tokens"})
