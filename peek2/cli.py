@@ -58,6 +58,8 @@ class OutputError(Exception):
 
 def _open_input(path: str) -> IO[bytes]:
     if path == "-":
+        if sys.stdin is None:  # (started with standard input closed: ``peek2 encode <&-``)
+            raise CliError("cannot read standard input: it is closed")
         return sys.stdin.buffer
     try:
         return open(path, "rb")
@@ -105,7 +107,7 @@ def _read_blocks(path: str, progress: _Progress | None = None) -> Iterator[str]:
             offset += len(data)
             lines += data.count(b"\n")
     finally:
-        if handle is not sys.stdin.buffer:
+        if path != "-":
             handle.close()
 
 
@@ -123,6 +125,8 @@ class _Output:
         self.stream = sys.stdout
 
     def write(self, text: str) -> None:
+        if self.stream is None:  # (started with standard output closed: ``peek2 decode >&-``)
+            raise OutputError("cannot write the output: standard output is closed")
         try:
             self.stream.write(text)
         except BrokenPipeError:
@@ -131,6 +135,8 @@ class _Output:
             raise OutputError(f"cannot write the output: {error.strerror or error}") from None
 
     def flush(self) -> None:
+        if self.stream is None:
+            return
         try:
             self.stream.flush()
         except BrokenPipeError:
@@ -152,7 +158,7 @@ class _Progress:
                 size = os.stat(path).st_size
             except OSError:
                 return
-        else:
+        elif sys.stdin is not None:
             size = _input_size(sys.stdin.buffer)
         if size is None or size < PROGRESS_MIN:
             return

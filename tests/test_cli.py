@@ -220,3 +220,19 @@ def test_interrupt_inside_one_enormous_piece_is_prompt(tmp_path: Path, data_dir:
     assert process.returncode in (130, -signal.SIGINT), stderr
     assert "Traceback" not in stderr
     assert waited < uninterrupted / 4, f"{waited:.2f} s to stop; a whole run takes {uninterrupted:.2f} s"
+
+
+def test_closed_standard_input_or_output_is_one_line(data_dir: Path) -> None:
+    """A bug hunt: started with standard input or output closed (``<&-``, ``>&-``), encode,
+    decode and split printed an AttributeError traceback."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    command = f"{sys.executable} -m peek2"
+    for shell, status, message in (
+        (f"{command} encode --tokenizer {path} <&-", 2, "peek2: cannot read standard input: it is closed\n"),
+        (f"{command} split <&-", 2, "peek2: cannot read standard input: it is closed\n"),
+        (f"echo 1 | {command} decode --tokenizer {path} >&-", 1, "peek2: cannot write the output: standard output is closed\n"),
+        (f"echo hi | {command} encode --tokenizer {path} >&-", 1, "peek2: cannot write the output: standard output is closed\n"),
+        (f"echo hi | {command} split >&-", 1, "peek2: cannot write the output: standard output is closed\n"),
+    ):
+        result = subprocess.run(shell, shell=True, capture_output=False, stderr=subprocess.PIPE, text=True)
+        assert (result.returncode, result.stderr) == (status, message), shell
