@@ -586,10 +586,13 @@ RSTRIP_OVERLAP_TOKENS = [
     # A normalized token is found between the others only (tokenizers' second pass): never in the
     # whitespace an rstrip token took, which a stream's one pass over both kinds must respect.
     [("<x>", {"rstrip": True}), ("\u00a0<y>", {"normalized": True, "special": False}), ("<z>", {"rstrip": True})],
+    # Whitespace tokens (a bug hunt): one that the whitespace before took whole is an empty split
+    # there, which it drops ("  " is one " " token over (0, 2), not two; "<x>\n" is <x> alone).
+    [("<x>", {"rstrip": True}), (" ", {"lstrip": True, "rstrip": True}), ("\n", {"lstrip": True})],
 ]
 
 
-@pytest.mark.parametrize("tokens", [0, 1, 2])
+@pytest.mark.parametrize("tokens", [0, 1, 2, 3])
 def test_token_in_the_whitespace_an_rstrip_token_took(data_dir: Path, tokens: int) -> None:
     """A bug hunt (stop 40, item 9): tokenizers finds the added tokens in the text first, then
     widens an ``rstrip`` token over the whitespace after it; a token that starts in that whitespace

@@ -125,7 +125,9 @@ class AddedTokenMatcher:
         ``" <y>"``: ``"<x> <y>"`` is ``<x>`` over (0, 4) and ``<y>`` over (3, 7)); the text after a
         token starts where the token stops, even where that is inside the whitespace taken before
         (a token ``"\n\n"`` in ``"<x>\n\n\n b"``: ``<x>`` (0, 7), ``"\n\n"`` (3, 5), then the text
-        ``"\n b"`` from 5). An ``lstrip`` token never starts before the end of the one before.
+        ``"\n b"`` from 5). An ``lstrip`` token never starts before the end of the one before, and
+        one that the whitespace before took whole (``" "`` lstrip and rstrip in ``"  "``) is no
+        token at all: the reference leaves it an empty split, which it drops.
         """
         if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):
             return [(0, len(text), -1)] if text else []
@@ -171,7 +173,8 @@ class AddedTokenMatcher:
                 )
             if done < start:
                 out.append((done, start, -1))
-            out.append((start, stop, token.id))
+            if start < stop:  # (an lstrip token that the whitespace before took whole is empty: dropped, as the reference drops empty splits)
+                out.append((start, stop, token.id))
             done = stop
         if done < n:
             out.append((done, n, -1))
