@@ -753,3 +753,38 @@ def test_normalized_added_token_decodes_as_tokenizers(data_dir: Path) -> None:
         ids = ref.encode(sample, add_special_tokens=False).ids
         assert tok.encode(sample, False) == ids
         assert tok.decode(ids) == ref.decode(ids), ascii(sample)
+
+
+def test_post_processors_read_only_where_their_ids_are_a_prefix_and_a_suffix(data_dir: Path) -> None:
+    """A bug hunt: a template was read as the special tokens before and after its first ``$A``
+    whatever its shape. tokenizers hands each piece one template makes to the next step of a
+    Sequence as an input of its own, drops the text of a template without ``$A``, repeats it for
+    ``"$A $A"`` and panics on ``"$B"`` alone: each is now refused by name; the shapes files use
+    give tokenizers' ids."""
+    from tokenizers import processors
+
+    reference = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"))
+    bos, eot = ("<|begin_of_text|>", 128000), ("<|eot_id|>", 128009)
+    template = processors.TemplateProcessing
+    refused = [
+        (processors.Sequence([template(single="<|begin_of_text|> $A", special_tokens=[bos]), template(single="$A <|eot_id|>", special_tokens=[eot])]), "2 steps that may add tokens"),
+        (processors.Sequence([processors.RobertaProcessing(eot, bos), template(single="$A <|eot_id|>", special_tokens=[eot])]), "2 steps that may add tokens"),
+        (template(single="<|begin_of_text|>", special_tokens=[bos]), "has no \\$A"),
+        (template(single="$A $A", special_tokens=[]), "single\\[1\\] is a second sequence or not \\$A"),
+        (template(single="$B", special_tokens=[]), "single\\[0\\] is a second sequence or not \\$A"),
+    ]
+    for post, message in refused:
+        reference.post_processor = post
+        with pytest.raises(NotImplementedError, match=message):
+            Tokenizer.from_str(reference.to_str())
+    accepted = [
+        processors.Sequence([processors.ByteLevel(), processors.Sequence([processors.ByteLevel()]), template(single="<|begin_of_text|> $A:1 <|eot_id|>", special_tokens=[bos, eot])]),
+        processors.Sequence([template(single="$0 <|eot_id|>", special_tokens=[eot]), processors.ByteLevel()]),
+        processors.RobertaProcessing(eot, bos),
+    ]
+    for post in accepted:
+        reference.post_processor = post
+        text = reference.to_str()
+        tok, again = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+        for sample in ("Hello world", " a  b ", ""):
+            assert tok.encode(sample) == again.encode(sample).ids, (post, sample)

@@ -6,7 +6,8 @@ ByteLevel(use_regex=false)]`` (or the Split's ``Removed`` with ``invert: true``,
 pieces), a family's sequence of Isolated Splits before the ByteLevel (DeepSeek-V3's
 three), or ``ByteLevel(use_regex=true)`` alone (GPT-2's pattern, the gpt2 family;
 ``add_prefix_space`` true or false) or, with ``add_prefix_space=false``, after ``Digits(individual_digits=true)`` (StarCoder2, SmolLM: the starcoder2 family); post-processor ``ByteLevel`` (its ``trim_offsets`` applied to the offsets), ``RobertaProcessing``
-(the same trimming), ``TemplateProcessing`` or a ``Sequence`` of them; decoder ``ByteLevel``. Anything else raises
+(the same trimming), ``TemplateProcessing`` of one ``$A`` between special tokens, or a ``Sequence`` of them
+with at most one step that adds tokens; decoder ``ByteLevel``. Anything else raises
 ``NotImplementedError`` naming the field; malformed files raise
 ``TokenizerFormatError`` (a ``ValueError``) naming the JSON path.
 """
@@ -384,7 +385,16 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     if kind == "Sequence":
         prefix: list[int] = []
         suffix: list[int] = []
-        for k, step in enumerate(_field(raw, "processors", path, source, list)):
+        steps = _field(raw, "processors", path, source, list)
+        adding = [k for k, step in enumerate(steps) if _adds_tokens(step)]
+        if len(adding) > 1:
+            # tokenizers hands each piece a template makes to the next step as an input of its own
+            # (a second template then applies its pair form): not a prefix and a suffix (a bug hunt).
+            raise NotImplementedError(
+                f"{source}: {path} has {len(adding)} steps that may add tokens (processors{adding}): "
+                "peek2 supports one TemplateProcessing or RobertaProcessing in a Sequence"
+            )
+        for k, step in enumerate(steps):
             more_prefix, more_suffix = _post_processor(step, f"{path}.processors[{k}]", source)
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
@@ -403,6 +413,14 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
         if not isinstance(item, dict) or len(item) != 1 or not ({"Sequence", "SpecialToken"} & item.keys()):
             raise TokenizerFormatError(f"{source}: {where} must be an object with one field, Sequence or SpecialToken: {item!r}")
         if "Sequence" in item:
+            sequence = _field(item, "Sequence", where, source, dict)
+            if sequence.get("id") != "A" or seen_sequence:
+                # (tokenizers drops the text of a template without $A, repeats it for "$A $A", and
+                # panics for "$B" alone: a bug hunt found each taken here as "$A")
+                raise NotImplementedError(
+                    f"{source}: {path}.single is not a template of one $A between special tokens "
+                    f"({where} is a second sequence or not $A): not supported"
+                )
             seen_sequence = True
             continue
         name = _field(item["SpecialToken"], "id", f"{where}.SpecialToken", source, str)
@@ -411,7 +429,19 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
         entry_path = f"{path}.special_tokens[{name!r}]"
         ids = _field(special[name], "ids", entry_path, source, list)
         (prefix if not seen_sequence else suffix).extend(_token_id(i, f"{entry_path}.ids[{j}]", source) for j, i in enumerate(ids))
+    if not seen_sequence:
+        raise NotImplementedError(f"{source}: {path}.single has no $A (tokenizers then drops the text): not supported")
     return prefix, suffix
+
+
+def _adds_tokens(step: Any) -> bool:
+    """Whether a post-processor may add tokens (a template, RobertaProcessing, or a Sequence holding one)."""
+    if not isinstance(step, dict):
+        return False
+    if step.get("type") == "Sequence":
+        steps = step.get("processors")
+        return isinstance(steps, list) and any(_adds_tokens(inner) for inner in steps)
+    return step.get("type") in ("TemplateProcessing", "RobertaProcessing")
 
 
 def _named_id(raw: dict[str, Any], key: str, path: str, source: str) -> int:
