@@ -788,3 +788,23 @@ def test_post_processors_read_only_where_their_ids_are_a_prefix_and_a_suffix(dat
         tok, again = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
         for sample in ("Hello world", " a  b ", ""):
             assert tok.encode(sample) == again.encode(sample).ids, (post, sample)
+
+
+def test_decode_skips_the_ids_tokenizers_skips(data_dir: Path) -> None:
+    """A bug hunt: tokenizers skips an id when its token (an added token's content, normalized if
+    it is) is a special token's content as written. With Qwen3's NFC: a non-special token whose
+    content NFC makes a special one's is skipped, and a special one whose content NFC changes is
+    kept; peek2 skipped exactly the special ids. decode, decode_batch and the stream decoder."""
+    reference = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / "qwen3" / "tokenizer.json"))
+    reference.add_special_tokens([tokenizers.AddedToken("<\u8c48>", normalized=True)])
+    reference.add_tokens([tokenizers.AddedToken("<\uf900>", normalized=True)])  # NFC: "<\u8c48>"
+    reference.add_special_tokens([tokenizers.AddedToken("<\uf901>", normalized=True)])  # NFC: "<\u66f4>"
+    text = reference.to_str()
+    reference, tok = tokenizers.Tokenizer.from_str(text), Tokenizer.from_str(text)
+    ids = [151643, 151669, 9707, 151670, 151671, 151645, 151670]
+    for skip in (True, False):
+        expected = reference.decode(ids, skip_special_tokens=skip)
+        assert tok.decode(ids, skip) == expected and tok.decode_batch([ids, ids[:3]], skip) == [expected, reference.decode(ids[:3], skip_special_tokens=skip)]
+        stream = tok.stream_decoder(skip_special_tokens=skip)
+        assert "".join(stream.feed(i) for i in ids) + stream.finish() == expected
+    assert reference.decode(ids, skip_special_tokens=True) == "Hello<\u66f4>"  # (the case this test is about)
