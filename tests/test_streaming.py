@@ -423,3 +423,42 @@ def test_decoder_errors(tok: Tokenizer) -> None:
         decoder.feed(10**9)
     with pytest.raises(TypeError, match="prefill must be a sequence of int"):
         tok.stream_decoder(prefill="12")  # type: ignore[arg-type]
+
+
+def test_a_contraction_after_a_long_pending_text(data_dir: Path) -> None:
+    """A bug hunt: rule 2 sent a piece as final with only one or two characters seen after it,
+    where a contraction may still join it: o200k's word takes "'s" after it (``"x" * 1100 +
+    "'se"`` cut after the "'": ``"'", "se"`` instead of ``"'s", "e"``), and GPT-2's "'" then
+    "v" is "'ve" once an "e" follows. Every cut in the tail, rule 2 run early or at its size."""
+    folder = data_dir / "tokenizers"
+    tokenizers = [
+        Tokenizer.from_file(folder / "gpt4o" / "tokenizer.json"),
+        Tokenizer.from_gpt2_files(folder / "gpt2" / "encoder.json", folder / "gpt2" / "vocab.bpe"),
+        Tokenizer.from_file(folder / "llama3.1" / "tokenizer.json"),
+    ]
+    tails = ["'se", "'S", "'ve", "'VEx", "'ll", "'lL ", "'re!", "'d", "'t'", "''s", "'m\n", "' s"]
+    rng = random.Random(5)
+    for tok in tokenizers:
+        for head in ("x" * 1100, "\n" * 1100, "Ab" * 600, " " * 1100, "word " * 300 + "x"):
+            for tail in tails:
+                text = head + tail
+                expected = tok.encode(text, False)
+                for point in range(len(head) - 2, len(text) + 1):
+                    for rescan in (0, 2, 5):
+                        assert stream(tok, cut(text, [point]), rescan=rescan) == expected, (ascii(text[-12:]), point, rescan)
+        for _ in range(300):  # short texts of words and apostrophes, rule 2 early
+            text = "".join(rng.choice(["x", "Ab", "'", "s", "ll", "VE", "re", " ", "\n", "1"]) for _ in range(rng.randint(1, 30)))
+            points = [rng.randint(0, len(text)) for _ in range(rng.randint(0, 6))]
+            assert stream(tok, cut(text, points), rescan=rng.choice([2, 3, 5])) == tok.encode(text, False), (text, points)
+
+
+def test_a_bad_out_changes_nothing(tok: Tokenizer) -> None:
+    """A bug hunt: ``feed(bytes, out=())`` raised TypeError after taking the held bytes of a
+    character, and the same chunk fed again then failed as invalid UTF-8."""
+    encoder, ids = tok.stream_encoder(), []
+    encoder.feed(b"caf\xc3", ids)
+    with pytest.raises(TypeError, match="out must be a list"):
+        encoder.feed(b"\xa9!", ())  # type: ignore[arg-type]
+    encoder.feed(b"\xa9!", ids)
+    encoder.finish(ids)
+    assert ids == tok.encode("café!", False)

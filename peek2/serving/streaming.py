@@ -37,10 +37,11 @@ When is a piece final? The text is held in two buffers:
      of the patterns decides its end from the characters it holds and the one after it, so
      the pieces before ``c`` do not depend on anything past ``text[c]``.
   2. the scanner (when no local boundary is found and the pending text has doubled since the
-     last try): a piece ``[s, e)`` with ``e < len(text)`` is final unless both its last
+     last try): a piece ``[s, e)`` with ``e + 3 <= len(text)`` is final unless both its last
      character and ``text[e]`` are whitespace (a whitespace run's pieces depend on where the
      run ends: ``\\s*[\\r\\n]+`` takes up to its last newline, ``\\s+(?!\\S)`` all but its last
-     character). This catches Llama-3's digit groups (``\\p{N}{1,3}``) inside long numbers.
+     character); the three characters after it are those of the longest contraction, which may
+     still join it (o200k's ``x'`` then ``s``; GPT-2's ``'`` then ``ve``). This catches Llama-3's digit groups (``\\p{N}{1,3}``) inside long numbers.
   3. inside one growing piece (when the pending text passes ``StreamPlan.interior_min``, 16
      times the longest token's bytes, and again after as much more, or after it has doubled
      following a failed try): the pending text is one piece for every probe (one scalar of each
