@@ -449,32 +449,65 @@ def test_tokenize_batches_replaces_an_ids_column_and_megatron_text_key_is_a_name
         peek2.corpus.tokenize(tmp_path / "c.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", text_key="a/b", quiet=True)
 
 
-def test_a_crash_while_publishing_outputs_is_a_clear_error_on_resume(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Killed between renaming the .bin and the .idx to their final names, a run left a state
-    that --resume answered with a RuntimeError traceback. Now it is a CorpusError (the CLI's exit
-    status 2), and --force starts over."""
+@pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)
+def test_a_run_stopped_at_any_rename_resumes_to_the_same_bytes(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    """Killed while publishing its outputs (a Megatron .bin renamed, its .idx not yet; a Parquet
+    run's pending rows removed, the file not yet renamed; the rejects published, the summary not
+    yet), a run left a state --resume refused, or, for the rejects, filled with zeros. Here a run
+    stops before and after each of its renames (manifests and outputs), and --resume gives the
+    bytes of a run that never stopped."""
+    import peek2.corpus.run as run_module
     import peek2.corpus.writers as writers
 
-    _mixed_corpus(tmp_path / "c.jsonl", 50)
-    real, calls = writers.publish, []
+    corpus = tmp_path / "c.jsonl"
+    _mixed_corpus(corpus, 60)
+    with open(corpus, "a", encoding="utf-8") as out:
+        out.write('{"text": 5}\n{"text": "after a bad line"}\n')  # (rejected with skip_bad: a rejects file too)
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    options = {"tokenizer": tok, "format": fmt, "workers": 1, "quiet": True, "skip_bad": True, "unit_bytes": 4096, "checkpoint_seconds": 0.0, "shard_size": 3000}
+    peek2.corpus.tokenize(corpus, output=tmp_path / "whole" / "o", **options)
+    expected = files_bytes(tmp_path / "whole", "o")
+    assert any(name.endswith(".rejects.jsonl") for name in expected) and len(expected) >= 2
 
-    class Crash(BaseException):
+    real = writers.publish
+
+    class Stop(BaseException):
         pass
 
-    def publish_then_crash(tmp: str, final: str) -> None:
-        real(tmp, final)
-        calls.append(final)
-        raise Crash
+    stops = 0
+    for at in range(1, 100):
+        for after in (False, True):
+            calls = 0
 
-    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "output": tmp_path / "o", "format": "megatron", "workers": 1, "quiet": True}
-    monkeypatch.setattr(writers, "publish", publish_then_crash)
-    with pytest.raises(Crash):
-        peek2.corpus.tokenize(tmp_path / "c.jsonl", **options)
-    monkeypatch.setattr(writers, "publish", real)
-    assert calls and calls[0].endswith("o_text_document.bin")
-    with pytest.raises(CorpusError, match="cannot resume .*start over with --force"):
-        peek2.corpus.tokenize(tmp_path / "c.jsonl", resume=True, **options)
-    assert peek2.corpus.tokenize(tmp_path / "c.jsonl", force=True, **options).documents == 50
+            def publish_or_stop(tmp: str, final: str) -> None:
+                nonlocal calls
+                calls += 1
+                if calls == at and not after:
+                    raise Stop
+                real(tmp, final)
+                if calls == at:
+                    raise Stop
+
+            folder = tmp_path / f"stopped_{at}_{after}"
+            monkeypatch.setattr(writers, "publish", publish_or_stop)
+            monkeypatch.setattr(run_module, "publish", publish_or_stop)
+            try:
+                peek2.corpus.tokenize(corpus, output=folder / "o", **options)
+                finished = True
+            except Stop:
+                finished = False
+            monkeypatch.setattr(writers, "publish", real)
+            monkeypatch.setattr(run_module, "publish", real)
+            if finished:
+                assert at > 3
+                assert stops >= 6
+                return
+            stops += 1
+            stats = peek2.corpus.tokenize(corpus, output=folder / "o", resume=True, **options)
+            assert stats.documents == 61 and stats.rejected == 1, (at, after)
+            assert files_bytes(folder, "o") == expected, (at, after)
+            assert not (folder / "o.peek2-work").exists()
+    raise AssertionError("the run never finished")
 
 
 @pytest.mark.parametrize("fmt", ["megatron", "llmc"])

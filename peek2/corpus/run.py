@@ -38,7 +38,7 @@ from librt.strings import BytesWriter
 
 from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
-from peek2.corpus.writers import WRITERS, Writer, fsync_path, publish, token_dtype
+from peek2.corpus.writers import WRITERS, Writer, fsync_path, publish, take_back, token_dtype
 from peek2.tokenizer import Tokenizer
 
 FORMATS = tuple(WRITERS)
@@ -399,28 +399,32 @@ def tokenize(
     manifest: dict[str, Any]
 
     if resume:
+        # (A summary is written last, and a new run removes the old one before it begins.)
+        if os.path.exists(run.summary_path):
+            # Finished: its summary, if it was this run (a bug hunt: other inputs, tokenizer
+            # or options got the old summary back, exit 0, and the old files).
+            try:
+                with open(run.summary_path, encoding="utf-8") as handle:
+                    summary = json.load(handle)
+                problem = _resume_problem(summary["run"], fingerprints, digest, option_values)
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                problem = f"its summary {run.summary_path} does not say what it ran ({type(error).__name__}: {error})"
+            if problem:
+                raise CorpusError(f"cannot resume {output}: the run is finished, and {problem}: start a new run (--force replaces its outputs)")
+            shutil.rmtree(run.work, ignore_errors=True)  # (a run killed while removing its work folder)
+            return RunStats(**{f.name: summary[f.name] for f in fields(RunStats)})
         if not os.path.isdir(run.work):
-            if os.path.exists(run.summary_path):
-                # Finished: its summary, if it was this run (a bug hunt: other inputs, tokenizer
-                # or options got the old summary back, exit 0, and the old files).
-                try:
-                    with open(run.summary_path, encoding="utf-8") as handle:
-                        summary = json.load(handle)
-                    problem = _resume_problem(summary["run"], fingerprints, digest, option_values)
-                except (OSError, ValueError, KeyError, TypeError) as error:
-                    problem = f"its summary {run.summary_path} does not say what it ran ({type(error).__name__}: {error})"
-                if problem:
-                    raise CorpusError(f"cannot resume {output}: the run is finished, and {problem}: start a new run (--force replaces its outputs)")
-                return RunStats(**{f.name: summary[f.name] for f in fields(RunStats)})
             raise CorpusError(f"nothing to resume for {output}: no work folder {run.work}")
         run.acquire()
         try:
             with open(run.manifest_path, encoding="utf-8") as handle:
-                manifest = json.load(handle)
+                begun: dict[str, Any] | None = json.load(handle)
+        except FileNotFoundError:
+            begun = None  # (stopped before its first manifest: nothing was written, it begins again)
         except (OSError, ValueError) as error:
             run.release()
             raise CorpusError(f"cannot resume: {run.manifest_path}: {error}") from None
-        problem = _resume_problem(manifest, fingerprints, digest, option_values)
+        problem = _resume_problem(begun, fingerprints, digest, option_values) if begun is not None else ""
         if problem:
             run.release()
             raise CorpusError(f"cannot resume {output}: {problem}")
@@ -428,6 +432,10 @@ def tokenize(
         _clear_the_way(run, format, text_key, force, sources)
         os.makedirs(run.work)
         run.acquire()
+        begun = None
+    if begun is not None:
+        manifest = begun
+    else:
         manifest = {
             "peek2_corpus_manifest": MANIFEST_VERSION,
             "inputs": fingerprints,
@@ -438,8 +446,9 @@ def tokenize(
             "stats": {"documents": 0, "tokens": 0, "empty_documents": 0, "rejected": 0, "blank_lines": 0, "input_bytes": 0},
             "rejects_bytes": 0,
         }
-        run.save_manifest(manifest)
     try:
+        if begun is None:
+            run.save_manifest(manifest)
         ray = (workers if engine_workers_given else None, ray_address) if engine == "ray" else None
         reporter = Progress(sum(f["size"] for f in manifest["inputs"]), progress, progress_seconds)
         return _run(run, manifest, sources, tok, options, workers, reporter, checkpoint_seconds, started, resume, ray)
@@ -521,6 +530,7 @@ def _run(
             writer.close()
             raise CorpusError(f"cannot resume {run.output}: {error}; start over with --force") from None
     rejects_size = manifest["rejects_bytes"]
+    take_back(run.rejects_path, run.output + ".rejects.jsonl")
     with open(run.rejects_path, "ab"):
         pass
     os.truncate(run.rejects_path, rejects_size)

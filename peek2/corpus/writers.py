@@ -51,6 +51,14 @@ def publish(tmp: str, final: str) -> None:
     fsync_path(os.path.dirname(os.path.abspath(final)))
 
 
+def take_back(work_path: str, final: str) -> None:
+    """Give a published file its work name again: a run killed while publishing its outputs
+    (after its last checkpoint, before its summary) is resumed by finishing again. (An empty
+    work file is one a writer opened again before resuming: a new run removed its final names.)"""
+    if os.path.exists(final) and (not os.path.exists(work_path) or os.path.getsize(work_path) == 0):
+        os.replace(final, work_path)
+
+
 def _truncate(path: str, size: int) -> None:
     if not os.path.exists(path) or os.path.getsize(path) < size:
         raise RuntimeError(f"{path}: the work file is shorter than the manifest says ({size} bytes): cannot resume")
@@ -124,6 +132,7 @@ class MegatronWriter(Writer):
     def resume(self, state: dict[str, Any]) -> None:
         self.close()
         self.documents, self.sequences, self.tokens = state["documents"], state["sequences"], state["tokens"]
+        take_back(self.data_path, self.name + ".bin")
         _truncate(self.data_path, self.tokens * self.itemsize)
         _truncate(self.lengths_path, self.documents * 4)
         self.data = open(self.data_path, "ab")
@@ -258,6 +267,7 @@ class LlmcWriter(Writer):
             if name.startswith("llmc_") and int(name[5:11]) > self.shard:
                 os.remove(os.path.join(self.work, name))
         if self.count:
+            take_back(self._work_shard(self.shard), self.final_shard(self.shard))
             _truncate(self._work_shard(self.shard), LLMC_HEADER_BYTES + self.count * self.itemsize)
 
     def finish(self) -> list[str]:
@@ -400,8 +410,8 @@ class ParquetWriter(Writer):
             for k in range(self.groups):
                 table = pq.read_table(self._part(k))
                 out.write_table(table, row_group_size=max(len(table), 1))
-        if self.pending_file and os.path.exists(self.pending_file):
-            os.remove(self.pending_file)
+        # (The pending rows' file stays until the work folder goes: a run killed before its
+        # summary finishes again from the last checkpoint, which names it.)
         publish(tmp, self.prefix + ".parquet")
         return self.outputs()
 
