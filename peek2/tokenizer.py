@@ -29,7 +29,7 @@ import pickle
 import threading
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence, SupportsIndex
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence, SupportsIndex, cast
 
 
 from librt.strings import BytesWriter, write_i16_le, write_i32_le
@@ -39,6 +39,8 @@ from mypy_extensions import i64
 from peek2.bpe import huge_pages
 from peek2.bpe.decode import ids_bytes, ids_texts
 from peek2.bpe.engine_tables import EngineTables, engine_tables
+from peek2.bpe.growing_piece import LongPieces
+from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
 from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, OrdinaryEncode, PlainEncode, WholeChars
 from peek2.bpe.offsets import char_spans
 from peek2.formats import hf_json
@@ -167,6 +169,10 @@ class Tokenizer:
             tables.not_self_merging,
         )
         huge_pages.advise(self._engine.tables())
+        if not engine_is_compiled():  # (threads sharing a plain-Python engine: see locked_engine)
+            self._engine = cast(BytePairEncoder, LockedEngine(self._engine))
+        self._long_pieces = LongPieces(self._engine, vocab, self._id_bytes)
+        self._engine.long_pieces = self._long_pieces
         self._raw_matcher = AddedTokenMatcher([t for t in self._added if not t.normalized])
         self._normalized_matcher = AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
         # One of these occurs wherever an added token starts, raw or normalized (a superset is

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 import tokenizers
 
+from peek2.bpe.merger import LONG_PIECE_BYTES
 from peek2.serving import streaming
 from peek2.tokenizer import Tokenizer
 from tests.scaling import paired_ratio
@@ -338,3 +342,84 @@ def test_slash_and_newline_runs_after_punctuation_with_o200k(data_dir: Path) -> 
     assert session(20) == ref.encode("!" + "/\n" * 10_000, add_special_tokens=False).ids
     ratio = paired_ratio(lambda: session(38), lambda: session(152))
     assert ratio < 6, f"4x the appends took {ratio:.1f}x the time"
+
+
+# ==== One enormous piece, merged in blocks (peek2.bpe.growing_piece.LongPieces) ====
+
+LONG_KINDS = ["spaces", "equals", "alternating", "CJK", "cyrillic", "upper", "space-newline"]
+
+
+def long_texts(rng: random.Random) -> list[str]:
+    """Texts holding a piece of more than LONG_PIECE_BYTES bytes: runs, random DNA and lowercase
+    letters (one word), between other pieces."""
+    size = LONG_PIECE_BYTES + 20_000
+    texts = [f"{rng.choice(HEADS)}{(RUNS[k] * size)[: size // len(RUNS[k].encode('utf-8')) + 1]}{rng.choice(TAILS)}" for k in LONG_KINDS]
+    texts.append("x " + "".join(rng.choice("ACGT") for _ in range(size)) + " y")
+    texts.append("Hello, " + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size)) + "!")
+    return texts
+
+
+def test_long_pieces_merge_in_blocks_to_the_ids_of_tokenizers(pair: tuple[str, Tokenizer, tokenizers.Tokenizer]) -> None:
+    """A piece of more than LONG_PIECE_BYTES bytes is merged a block at a time: the ids, counts
+    and offsets stay those of tokenizers."""
+    name, tok, reference = pair
+    for k, text in enumerate(long_texts(random.Random(7))):
+        expected = reference.encode(text, add_special_tokens=False)
+        assert tok.encode(text, False) == expected.ids, (name, k)
+        assert tok.count(text) == len(tok.encode(text)), (name, k)
+        if k % 3 == 0:
+            assert tok.encode_with_offsets(text, False).offsets == expected.offsets, (name, k)
+
+
+def test_a_long_piece_merges_in_bounded_memory(data_dir: Path) -> None:
+    """4 MB of "=" (one piece) took about 190 MB more memory to encode, ~48 bytes a byte in one
+    heap; merged in blocks it takes the text's bytes, the vocabulary sorted once, and the ids."""
+    code = (
+        "import resource, sys\n"
+        "from peek2.tokenizer import Tokenizer\n"
+        "tok = Tokenizer.from_file(sys.argv[1])\n"
+        "text = '=' * 4_000_000\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "ids = tok.encode(text, False)\n"
+        "print(len(ids), (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n"
+    )
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    result = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, check=True)
+    count, grown_mb = map(int, result.stdout.split())
+    assert count == 62_500  # (64 "=" a token)
+    assert grown_mb < 80, f"{grown_mb} MB more to encode 4 MB of '='"
+
+
+def test_threads_encode_while_a_long_piece_merges(data_dir: Path) -> None:
+    """The blocks are merged by Python code called from the engine, where another thread may
+    encode with the same tokenizer: each call keeps its own ids."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    rng = random.Random(3)
+    long_text = "Before it, " + "=" * (LONG_PIECE_BYTES * 3) + " and after it, more words."
+    short_texts = [" ".join(rng.choice(["word", "42", "日本", "=>", "Привет", "\n"]) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    expected_long = tok.encode(long_text)
+    expected_short = [tok.encode(text) for text in short_texts]
+    problems: list[str] = []
+
+    def long_calls() -> None:
+        for _ in range(4):
+            if tok.encode(long_text) != expected_long:
+                problems.append("long text")
+
+    def short_calls() -> None:
+        for _ in range(10):
+            for text, ids in zip(short_texts, expected_short):
+                if tok.encode(text) != ids:
+                    problems.append(text)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=long_calls), threading.Thread(target=short_calls), threading.Thread(target=short_calls)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not problems, problems[:5]

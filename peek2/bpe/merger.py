@@ -17,7 +17,8 @@ same compilation unit), in order:
    tiktoken's rule. Pieces of fewer than ``HEAP_MIN_BYTES`` symbols find the best pair through minima of
    blocks of 8 pairs (O(sqrt n) a merge, branch-free, in reused arrays); long ones use a
    heap over a linked list of symbols (n log n), so one enormous piece (a million times "a")
-   stays fast.
+   stays fast; one of more than ``LONG_PIECE_BYTES`` goes to ``long_pieces``, which merges it a
+   block at a time where no later byte can move the block's ids (bounded memory).
 
 The ids of a text are gathered in a native buffer and handed out as one list made at its final
 size, of shared int objects (``shared_ints``).
@@ -237,6 +238,7 @@ RANK_MASK: Final = (1 << RANK_BITS) - 1
 PAIR_STRIDE: Final = 1_048_583  # a prime above 1 << ID_BITS
 POS_MASK: Final = 0xFFFFFFFF
 HEAP_MIN_BYTES: Final = 256
+LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
 NO_MERGE: Final = 1 << 60  # above every merge value, and a tagged (unboxed) int
 CACHE_MAX_CHARS: Final = 128
 EXACT_KEY: Final = 1 << 61  # _piece_key: keys from here up are the piece itself (a short int: no boxing)
@@ -998,6 +1000,9 @@ class BytePairEncoder:
         self.scratch_values: Final = vec[i64]([0] * HEAP_MIN_BYTES)
         self.scratch: Final = MergeScratch()
         self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
+        # Merges a piece of more than LONG_PIECE_BYTES bytes in blocks (``peek2.bpe.growing_piece``'s
+        # LongPieces, set by the tokenizer; None: in one heap, ~48 bytes of memory a byte).
+        self.long_pieces: Callable[[bytes], list[int]] | None = None
 
     def tables(self) -> list[object]:
         """The arrays an encode reads at random (for ``peek2.bpe.huge_pages``), largest first."""
@@ -1100,26 +1105,12 @@ class BytePairEncoder:
         # The ids buffer leaves the engine while the caller's list is made: making a list may run
         # the garbage collector, whose finalizers may encode with this engine (or let a thread do so).
         ids = self.out_ids
-        self.out_ids = vec[i64]()
+        self.out_ids = _NO_BUFFER
         return ids
 
     def _give_back(self, ids: vec[i64]) -> None:
         if len(ids) <= OUT_IDS_KEPT:
             self.out_ids = ids  # else dropped: an enormous text's buffer is not kept
-
-    def _room(self, count: i64, need: i64) -> vec[i64]:
-        """``out_ids`` with room for ``need`` ids, its first ``count`` kept."""
-        ids = self.out_ids
-        if need > len(ids):
-            size: i64 = 2 * len(ids)
-            if size < need:
-                size = need
-            grown = vec[i64]([0] * size)
-            for k in range(count):
-                grown[k] = ids[k]
-            self.out_ids = grown
-            ids = grown
-        return ids
 
     def _run(self, text: str, stop: i64, keep: bool) -> i64:
         """Encode the pieces of ``text`` before ``stop`` into ``out_ids`` if ``keep``; returns the number of ids."""
@@ -1127,13 +1118,17 @@ class BytePairEncoder:
         rules: i64 = self.rules
         cache = self.cache
         words = self.key_words
+        # The ids buffer is out of the engine until the end: Python code may run in the middle
+        # (``long_pieces``; a garbage collector's finalizer), and another thread encode with this
+        # engine meanwhile, into a buffer of its own (a thread test of LongPieces).
         out_ids = self.out_ids
+        self.out_ids = _NO_BUFFER
         n: i64 = len(text)  # the scanner sees all of the text (see encode_prefix)
         if not 0 <= stop <= n:
             raise IndexError(f"end {stop} outside a text of {n} characters")
         guess: i64 = stop // 4 + 64  # a first guess (English 0.22 ids a character)
         if keep and len(out_ids) < guess:
-            out_ids = self._room(0, guess)
+            out_ids = _grown(out_ids, 0, guess)
         room: i64 = len(out_ids)
         i: i64 = 0
         count: i64 = 0
@@ -1179,7 +1174,7 @@ class BytePairEncoder:
             if found and value >= 0:
                 if keep:
                     if count >= room:
-                        out_ids = self._room(count, count + 1)
+                        out_ids = _grown(out_ids, count, count + 1)
                         room = len(out_ids)
                     out_ids[count] = value
                 count += 1
@@ -1187,7 +1182,7 @@ class BytePairEncoder:
                 size = cache.size_of(value)
                 if keep:
                     if count + size > room:
-                        out_ids = self._room(count, count + size)
+                        out_ids = _grown(out_ids, count, count + size)
                         room = len(out_ids)
                     cache.copy_ids(value, out_ids, count)
                 count += size
@@ -1195,7 +1190,7 @@ class BytePairEncoder:
                 ids, size = self._compute(text, i, end, key)
                 if keep:
                     if count + size > room:
-                        out_ids = self._room(count, count + size)
+                        out_ids = _grown(out_ids, count, count + size)
                         room = len(out_ids)
                     for k in range(size):
                         out_ids[count + k] = ids[k]
@@ -1203,6 +1198,7 @@ class BytePairEncoder:
             i = end
         if i != stop:
             raise ValueError(f"a piece of the text runs across {stop} (to {i}): not a piece boundary")
+        self.out_ids = out_ids
         return count
 
     def _compute(self, text: str, start: i64, end: i64, key: i64) -> tuple[vec[i64], i64]:
@@ -1234,7 +1230,12 @@ class BytePairEncoder:
         if end - start < HEAP_MIN_BYTES:
             size = _merge_text(self, text, start, end)  # -1: more than HEAP_MIN_BYTES - 1 symbols
         if size < 0:
-            merged = _merge_heap(text[start:end].encode("utf-8"), self.byte_ids, self.merges)
+            data = text[start:end].encode("utf-8")
+            long_pieces = self.long_pieces
+            if len(data) > LONG_PIECE_BYTES and long_pieces is not None:
+                merged = long_pieces(data)  # (Python code: see _run on threads)
+            else:
+                merged = _merge_heap(data, self.byte_ids, self.merges)
             size = len(merged)
             ids = vec[i64](merged)
         if key != 0:
@@ -1345,6 +1346,22 @@ class OrdinaryEncode:
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         return _encode_plain(self.engine, text, self.normalize, self.ascii_is_normal, self.prefix_space, _NO_IDS)
+
+
+_NO_BUFFER: Final = vec[i64]()  # out_ids while a call has it (never written: grown first)
+
+
+def _grown(ids: vec[i64], count: i64, need: i64) -> vec[i64]:
+    """``ids``, or a larger copy of its first ``count`` ids, with room for ``need``."""
+    if need > len(ids):
+        size: i64 = 2 * len(ids)
+        if size < need:
+            size = need
+        grown = vec[i64]([0] * size)
+        for k in range(count):
+            grown[k] = ids[k]
+        ids = grown
+    return ids
 
 
 def _encode_plain(

@@ -77,7 +77,7 @@ import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 from mypy_extensions import i64
 
 from peek2.bpe.merger import BytePairEncoder
-from peek2.bpe.growing_piece import GrowingPiece
+from peek2.bpe.growing_piece import GrowingPiece, LongPieces
 from peek2.serving.marks_run import MarksRun
 from peek2.pretokenize.scanner import RULE_SLASH_AFTER_PUNCT, category, final_boundary, first_surrogate, piece_end, surrogate_error
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
@@ -160,6 +160,7 @@ class StreamPlan:
         self.tok_engine: Final[BytePairEncoder] = tok._engine
         self.vocab: Final[dict[bytes, int]] = tok.spec.vocab
         self.id_bytes: Final[tuple[bytes | None, ...]] = tok._id_bytes
+        self.long_pieces: Final[LongPieces] = tok._long_pieces
         self.rules: Final[int] = tok._engine.rules
         self.nfc: Final[bool] = tok.spec.normalizer == "NFC"
         tokens = list(self.matcher.by_content.values())
@@ -194,7 +195,7 @@ class StreamPlan:
     def growing_piece(self) -> GrowingPiece:
         growing = self.growing
         if growing is None:
-            growing = self.growing = GrowingPiece(self.tok_engine, self.vocab, self.id_bytes)
+            growing = self.growing = self.long_pieces.growing_piece()  # (the tokenizer's: one sorted vocabulary)
             seen: set[int] = set()
             probes: list[str] = []
             for char in _PROBE_ASCII:  # (first: each stands for itself)
