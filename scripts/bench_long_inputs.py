@@ -55,6 +55,10 @@ def main() -> int:
     parser.add_argument("--tokenizer", default=str(DATA / "tokenizers" / "llama3.1" / "tokenizer.json"))
     parser.add_argument("--xnli", default=str(DATA / "xnli"))
     parser.add_argument("--reference-limit", type=float, default=20.0)
+    parser.add_argument(
+        "--one-heap", action="store_true",
+        help="also time each text with its long pieces merged in one heap, not in blocks (LongPieces off)",
+    )
     args = parser.parse_args()
 
     import tokenizers
@@ -64,18 +68,29 @@ def main() -> int:
     english = " ".join(r.premise + " " + r.hypothesis for r in iter_xnli_tsv(args.xnli, ("test", "dev")) if r.language == "en")
     texts = kinds(args.size, english)
     print(f"{Path(args.tokenizer).parent.name}, {args.size:,} characters a text, medians of {args.runs} interleaved runs")
-    print(f"  {'text':20} {'peek2 us/KB':>12} {'x english':>10} {'tokenizers us/KB':>17} {'peek2 speed-up':>15}")
+    heap_column = f" {'one heap us/KB':>15}" if args.one_heap else ""
+    print(f"  {'text':20} {'peek2 us/KB':>12} {'x english':>10} {'tokenizers us/KB':>17} {'peek2 speed-up':>15}{heap_column}")
     base = 0.0
+    engine = tok._engine
+    blocks = engine.long_pieces
     for name, text in texts.items():
         nbytes = len(text.encode("utf-8"))
         ours: list[float] = []
+        one_heap: list[float] = []
         theirs: list[float] = []
         skip_reference = False
         for _ in range(args.runs):
-            tok._engine.cache.clear()
+            engine.cache.clear()
             start = time.process_time()
             ids = tok.encode(text, add_special_tokens=False)
             ours.append(time.process_time() - start)
+            if args.one_heap:
+                engine.long_pieces = None
+                engine.cache.clear()
+                start = time.process_time()
+                tok.encode(text, add_special_tokens=False)
+                one_heap.append(time.process_time() - start)
+                engine.long_pieces = blocks
             if not skip_reference:
                 start = time.process_time()
                 expected = reference.encode(text, add_special_tokens=False).ids
@@ -87,7 +102,8 @@ def main() -> int:
         base = base or per_kb
         reference_kb = statistics.median(theirs) / nbytes * 1e9 if theirs and not skip_reference else None
         shown = f"{reference_kb:17.1f} {reference_kb / per_kb:14.1f}x" if reference_kb else f"{'-':>17} {'-':>15}"
-        print(f"  {name:20} {per_kb:12.1f} {per_kb / base:9.1f}x {shown}")
+        heap_shown = f" {statistics.median(one_heap) / nbytes * 1e9:15.1f}" if one_heap else ""
+        print(f"  {name:20} {per_kb:12.1f} {per_kb / base:9.1f}x {shown}{heap_shown}")
     return 0
 
 
