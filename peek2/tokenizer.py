@@ -43,6 +43,7 @@ from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
 from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, OrdinaryEncode, PlainEncode, WholeChars
 from peek2.bpe.offsets import char_spans
+from peek2.bpe.vocab import id_table, largest_id
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
@@ -125,12 +126,10 @@ class Tokenizer:
         self._loaded_file: tuple[str, tuple[int, int]] = (loaded, _file_stamp(loaded) if loaded else (-1, -1))
         self._digest: str | None = None
         vocab = spec.vocab
-        max_id = max([*vocab.values(), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
+        max_id = max([largest_id(vocab), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
         if max_id >= 1 << ID_BITS:
             raise TokenizerFormatError(f"{spec.source}: token id {max_id} is too large (at most {(1 << ID_BITS) - 1})")
-        id_bytes: list[bytes | None] = [None] * (max_id + 1)
-        for token, token_id in vocab.items():
-            id_bytes[token_id] = token
+        id_bytes = id_table(vocab, max_id + 1)
         self._added: list[AddedToken] = list(spec.added_tokens)
         normalize = _normalizer(spec.normalizer)
         for added in self._added:

@@ -214,3 +214,21 @@ def utf8_tokens(vocab: dict[bytes, int]) -> dict[str, int]:
             continue
         texts[text] = token_id
     return texts
+
+
+def id_table(vocab: dict[bytes, int], size: int) -> list[bytes | None]:
+    """Each id's token in a list of ``size`` (None where no token has the id; the caller checks
+    that ``size`` is above every id). Compiled: the interpreted loop took 25 ms of Qwen3's load."""
+    table: list[bytes | None] = [None] * size
+    for token, token_id in vocab.items():
+        table[token_id] = token
+    return table
+
+
+def largest_id(vocab: dict[bytes, int]) -> int:
+    """The largest id of ``vocab`` (-1 if empty), without a list of the ids."""
+    top: i64 = -1
+    for token_id in vocab.values():
+        if token_id > top:
+            top = token_id
+    return top
