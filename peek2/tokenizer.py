@@ -22,6 +22,7 @@ holds no tracked container of more than 10,000 items.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import operator
 import os
@@ -96,6 +97,9 @@ def _write_id(out: BytesWriter, token_id: int, wide: bool) -> None:
         write_i32_le(out, token_id)
     else:
         write_i16_le(out, token_id - 65536 if token_id >= 32768 else token_id)
+
+
+PATH_ENDINGS = (".json", ".model", ".tiktoken", ".bpe", ".txt")  # from_pretrained: a name ending so is a file's
 
 
 class Tokenizer:
@@ -236,6 +240,8 @@ class Tokenizer:
 
         Raises:
             peek2.models.ModelNotFoundError (LookupError): a named model with no files on this machine.
+            FileNotFoundError: a missing path (a name that starts with "/", "." or "~", holds a
+                backslash, or ends like a tokenizer file: never a hub repository id).
             ValueError: not a named model, a local path, or a hub repository that could be fetched.
         """
         from peek2 import models
@@ -252,6 +258,10 @@ class Tokenizer:
             options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r}"
             spec, tables = load_cache.load(source.files, options, source.load)
             return cls(spec, cache_size=cache_size, _source=("pretrained", kept), _tables=tables)
+        if name.startswith(("/", ".", "~")) or "\\" in name or name.endswith(PATH_ENDINGS):
+            # (a path that is missing, not a hub repository: "./tokenizer.json" went to the hub as
+            # an invalid id, "data/tokenizer.json" retried the hub offline for 26 s; a bug hunt)
+            raise FileNotFoundError(errno.ENOENT, f"no such file or folder (and not a named model: {', '.join(models.MODELS)})", name)
         if name.count("/") != 1:
             raise ValueError(
                 f"{name!r} is not a named model ({', '.join(models.MODELS)}), an existing path, "

@@ -433,6 +433,124 @@ def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     assert read_parquet(str(tmp_path / "cat.parquet"))[0] == [ref.encode(t, add_special_tokens=False).ids for t in "babc"]
 
 
+def test_inputs_outputs_and_messages_a_second_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --skip-bad run resumed without --skip-bad lost its rejects file (the summary counted the
+    reject); an output prefix inside the input folder read its own work folder as input (resume
+    refused, --force failed on the manifest); a folder's files came before its subfolders', not
+    in sorted path order, and a saved dataset in a subfolder was read as JSONL; an empty file
+    name in the prefix wrote hidden files; a missing tokenizer path went to the hub; a file-level
+    error advised --resume --skip-bad, which failed again; a malformed state.json was a traceback;
+    a second run beside a running one was told the first was interrupted; a prefix under a file
+    said "File exists"."""
+    import datasets
+    import fcntl
+
+    import peek2.corpus.run as run_module
+    import peek2.corpus.writers as writers
+
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    run = {"tokenizer": tok, "format": "parquet", "workers": 1, "quiet": True}
+
+    # The rejects of a run stopped after a checkpoint that counted one, resumed without skip_bad.
+    (tmp_path / "r.jsonl").write_text('{"text": 5}\n' + "".join(json.dumps({"text": f"doc {k}"}) + "\n" for k in range(50)), encoding="utf-8")
+    real, calls = writers.publish, []
+
+    class Stop(BaseException):
+        pass
+
+    def publish_then_stop(tmp: str, final: str) -> None:
+        real(tmp, final)
+        calls.append(final)
+        if len(calls) == 2:  # (the first manifest, then the first checkpoint's)
+            raise Stop
+
+    monkeypatch.setattr(run_module, "publish", publish_then_stop)
+    with pytest.raises(Stop):
+        peek2.corpus.tokenize(tmp_path / "r.jsonl", output=tmp_path / "r", skip_bad=True, checkpoint_seconds=0.0, unit_bytes=64, **run)
+    monkeypatch.setattr(run_module, "publish", real)
+    stats = peek2.corpus.tokenize(tmp_path / "r.jsonl", output=tmp_path / "r", resume=True, checkpoint_seconds=0.0, unit_bytes=64, **run)
+    assert stats.rejected == 1 and json.loads((tmp_path / "r.rejects.jsonl").read_text(encoding="utf-8"))["line"] == 1
+
+    # An output prefix inside the input folder; its files in sorted path order; a saved dataset inside.
+    data = tmp_path / "data"
+    (data / "a_sub").mkdir(parents=True)
+    for name in ("a_sub/x.jsonl", "b.jsonl", "z.jsonl"):
+        (data / name).write_text(json.dumps({"text": name}) + "\n", encoding="utf-8")
+    datasets.Dataset.from_dict({"text": ["saved one", "saved two"]}).save_to_disk(str(data / "m_saved"))
+    (data / "out.peek2-work").mkdir()
+    (data / "out.peek2-work" / "rejects.jsonl").write_text("not json\n", encoding="utf-8")
+    order = ["a_sub/x.jsonl", "b.jsonl", "saved one", "saved two", "z.jsonl"]
+    assert [s.path for s in peek2.corpus.inputs.find_inputs([str(data)])][:2] == [str(data / "a_sub" / "x.jsonl"), str(data / "b.jsonl")]
+    stats = peek2.corpus.tokenize(data, output=tmp_path / "folder", **run)
+    assert read_parquet(str(tmp_path / "folder.parquet"))[0] == [tok.encode(t, False) for t in order]
+    peek2.corpus.tokenize(str(data / "**" / "*.jsonl"), output=tmp_path / "globbed", **run)
+    assert read_parquet(str(tmp_path / "globbed.parquet"))[0] == [tok.encode(t, False) for t in order if t.endswith(".jsonl")]
+    (data / "out.peek2-work" / "rejects.jsonl").unlink()
+    (data / "out.peek2-work").rmdir()
+    calls.clear()
+    monkeypatch.setattr(run_module, "publish", publish_then_stop)
+    with pytest.raises(Stop):
+        peek2.corpus.tokenize(data, output=data / "out", checkpoint_seconds=0.0, unit_bytes=16, **run)
+    monkeypatch.setattr(run_module, "publish", real)
+    assert peek2.corpus.tokenize(data, output=data / "out", resume=True, checkpoint_seconds=0.0, unit_bytes=16, **run).documents == 5
+
+    # Prefixes that name no file, or a folder under a file; a missing tokenizer path.
+    for prefix, message in ((f"{tmp_path}{os.sep}", "names a folder"), ("", "names a folder"), (str(tmp_path / "b.jsonl" / "x"), "is a file, not a folder")):
+        (tmp_path / "b.jsonl").write_text('{"text": "x"}\n', encoding="utf-8")
+        with pytest.raises(CorpusError, match=message):
+            peek2.corpus.tokenize(tmp_path / "b.jsonl", output=prefix, **run)
+    assert not list(tmp_path.glob(".*"))
+    with pytest.raises(CorpusError, match="tokenizer missing/tokenizer.json: no such file"):
+        peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "t", **{**run, "tokenizer": "missing/tokenizer.json"})
+
+    # A file-level error's advice; a malformed state.json.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"body": ["x"]}), tmp_path / "nocol.parquet")
+    with pytest.raises(CorpusInputError, match="no column 'text'.*start over with --force\\)$"):
+        peek2.corpus.tokenize(tmp_path / "nocol.parquet", output=tmp_path / "nc", **run)
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "state.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(CorpusInputError, match="ds/state.json: no list of data files"):
+        peek2.corpus.tokenize(tmp_path / "ds", output=tmp_path / "ds_out", **run)
+    (tmp_path / "ds" / "state.json").write_text("{nope", encoding="utf-8")
+    with pytest.raises(CorpusInputError, match="ds/state.json: not the JSON that save_to_disk writes"):
+        peek2.corpus.tokenize(tmp_path / "ds", output=tmp_path / "ds_out", **run)
+
+    # A second run beside one that holds the lock.
+    (tmp_path / "busy.peek2-work").mkdir()
+    with open(tmp_path / "busy.peek2-work" / "lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(CorpusError, match="another run is writing"):
+            peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "busy", **run)
+
+
+def test_a_highly_compressed_zst_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """300 MB of repetitive JSONL compress to 25 KB: the reader decompressed each 1 MB chunk whole
+    and copied the rest after every read (618 MB and 12.5 s; a bug hunt). Here 64 MB of it."""
+    import tracemalloc
+
+    import zstandard
+
+    from peek2.corpus.inputs import Cursor, find_inputs, read_units
+
+    line = (json.dumps({"text": "the same short line of text again"}) + "\n").encode()
+    path = tmp_path / "big.jsonl.zst"
+    with open(path, "wb") as raw, zstandard.ZstdCompressor().stream_writer(raw) as out:
+        for _ in range(64):
+            out.write(line * ((1 << 20) // len(line)))
+    assert path.stat().st_size < 200_000
+    tracemalloc.start()
+    try:
+        lines = sum(unit.payload.count(b"\n") for unit in read_units(find_inputs([str(path)]), Cursor(), 4 << 20, "text"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lines == 64 * ((1 << 20) // len(line))
+    assert peak < 40 << 20, f"{peak >> 20} MB to read 64 MB"
+
+
 def test_tokenize_batches_replaces_an_ids_column_and_megatron_text_key_is_a_name(tmp_path: Path, data_dir: Path) -> None:
     """A table that already had ``input_ids`` got a second column of that name (and then
     ``column("input_ids")`` raised); a Megatron text key with a "/" tokenized the whole corpus,

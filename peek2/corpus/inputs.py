@@ -111,24 +111,71 @@ def _kind(path: str) -> tuple[str, str] | None:
     return None
 
 
+def _json_file(path: str) -> object:
+    """A dataset folder's metadata file, or CorpusInputError naming it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise CorpusInputError(f"{path}: not the JSON that save_to_disk writes ({error})") from None
+
+
+def _is_saved_dataset(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, "dataset_dict.json")) or os.path.isfile(os.path.join(folder, "state.json"))
+
+
 def _saved_dataset(folder: str) -> list[Source] | None:
     """The Arrow files of a ``datasets`` dataset saved with ``save_to_disk``, in order, or None."""
     state_path = os.path.join(folder, "state.json")
-    if os.path.isfile(os.path.join(folder, "dataset_dict.json")):
-        with open(os.path.join(folder, "dataset_dict.json"), encoding="utf-8") as handle:
-            splits = json.load(handle).get("splits", [])
+    dict_path = os.path.join(folder, "dataset_dict.json")
+    if os.path.isfile(dict_path):
+        described = _json_file(dict_path)
+        splits = described.get("splits", []) if isinstance(described, dict) else []
+        if not isinstance(splits, list):
+            splits = []
         raise CorpusInputError(
             f"{folder} is a DatasetDict ({', '.join(map(str, splits))}): give the folder of one split, "
             f"e.g. {os.path.join(folder, str(splits[0]) if splits else 'train')}"
         )
     if not os.path.isfile(state_path):
         return None
-    with open(state_path, encoding="utf-8") as handle:
-        state = json.load(handle)
-    files = state.get("_data_files")
+    state = _json_file(state_path)
+    files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("filename"), str) for f in files):
         raise CorpusInputError(f"{state_path}: no list of data files ('_data_files'): not a dataset saved by save_to_disk")
     return [Source(os.path.join(folder, f["filename"]), "arrow", "") for f in files]
+
+
+WORK_SUFFIX = ".peek2-work"  # a run's work folder (``peek2.corpus.run``): never an input
+
+
+def _in_work_folder(path: str) -> bool:
+    return any(part.endswith(WORK_SUFFIX) for part in os.path.normpath(path).split(os.sep))
+
+
+def _folder_sources(folder: str) -> list[Source]:
+    """The input files under ``folder`` in sorted path order (as its ``folder/**/*`` glob gives
+    them); a saved dataset inside it is read as one (its Arrow files, at its folder's place); a
+    run's work folder is left out (an output prefix inside the input folder: a bug hunt)."""
+    found: list[tuple[list[str], list[Source]]] = []
+    for root, dirs, files in os.walk(folder):
+        kept = []
+        for name in dirs:
+            path = os.path.join(root, name)
+            if name.endswith(WORK_SUFFIX):
+                continue
+            if _is_saved_dataset(path):
+                found.append((path.split(os.sep), _saved_dataset(path) or []))
+                continue
+            kept.append(name)
+        dirs[:] = sorted(kept)
+        for file in files:
+            path = os.path.join(root, file)
+            kind = _kind(path)
+            if kind is not None:
+                found.append((path.split(os.sep), [Source(path, *kind)]))
+    found.sort(key=lambda item: item[0])
+    return [source for _, sources in found for source in sources]
 
 
 def find_inputs(inputs: list[str]) -> list[Source]:
@@ -148,14 +195,7 @@ def find_inputs(inputs: list[str]) -> list[Source]:
             if saved is not None:
                 sources.extend(saved)
                 continue
-            found = []
-            for root, dirs, files in os.walk(name):
-                dirs.sort()
-                for file in sorted(files):
-                    path = os.path.join(root, file)
-                    kind = _kind(path)
-                    if kind is not None:
-                        found.append(Source(path, *kind))
+            found = _folder_sources(name)
             if not found:
                 raise CorpusInputError(f"{name}: no input files in this folder (.jsonl, .jsonl.gz, .jsonl.zst, .parquet, .txt)")
             sources.extend(found)
@@ -168,7 +208,7 @@ def find_inputs(inputs: list[str]) -> list[Source]:
             sources.append(Source(name, *kind))
         elif glob.has_magic(name):
             matches = sorted(glob.glob(name, recursive=True))
-            files = [m for m in matches if os.path.isfile(m) and _kind(m) is not None]
+            files = [m for m in matches if os.path.isfile(m) and _kind(m) is not None and not _in_work_folder(m)]
             if not files:
                 raise CorpusInputError(f"{name}: the pattern matches no input file")
             sources.extend(Source(m, *_kind(m)) for m in files)  # type: ignore[misc]
@@ -194,6 +234,9 @@ def _open_binary(source: Source) -> IO[bytes]:
     return raw
 
 
+ZSTD_OUTPUT_MAX = 8 << 20  # _ZstdFrames: decompressed bytes a step makes, about at most
+
+
 class _ZstdFrames:
     """The frames of a .zst file, decompressed one after another.
 
@@ -205,26 +248,40 @@ class _ZstdFrames:
         self.raw = raw
         self.new_frame = zstandard.ZstdDecompressor().decompressobj
         self.frame = self.new_frame()
-        self.in_frame = False  # bytes of the current frame have been read
-        self.pending = b""
+        self.in_frame = False  # bytes of the current frame have been given to it
+        self.input = b""  # compressed bytes read, from input_at on not yet given to a frame
+        self.input_at = 0
+        self.output = b""  # decompressed bytes, from output_at on not yet returned
+        self.output_at = 0
+        # Compressed bytes given to the frame at a time, adapted so that each call makes at most
+        # about ZSTD_OUTPUT_MAX bytes: a 1 MB chunk of a file that compresses 12,000x (25 KB for
+        # 300 MB of repetitive JSONL) was decompressed whole, then cut by copying the rest after
+        # each read: memory as large as the text and quadratic time (a bug hunt).
+        self.step = 256
 
     def read(self, size: int) -> bytes:
-        """Up to ``size`` bytes (fewer only at the end, or past a chunk); b"" at the end."""
-        while not self.pending:
-            chunk = self.raw.read(1 << 20)
-            if not chunk:
-                if self.in_frame:
-                    raise EOFError("the file ends inside a zstd frame (truncated)")
-                return b""
-            while chunk:
-                self.in_frame = True
-                self.pending += self.frame.decompress(chunk)
-                chunk = b""
-                if self.frame.eof:
-                    chunk = self.frame.unused_data
-                    self.frame = self.new_frame()
-                    self.in_frame = False
-        data, self.pending = self.pending[:size], self.pending[size:]
+        """Up to ``size`` bytes (fewer only where a decompression step ends); b"" at the end."""
+        while self.output_at >= len(self.output):
+            if self.input_at >= len(self.input):
+                self.input, self.input_at = self.raw.read(1 << 20), 0
+                if not self.input:
+                    if self.in_frame:
+                        raise EOFError("the file ends inside a zstd frame (truncated)")
+                    return b""
+            piece = self.input[self.input_at : self.input_at + self.step]
+            self.input_at += len(piece)
+            self.in_frame = True
+            self.output, self.output_at = self.frame.decompress(piece), 0
+            if len(self.output) > ZSTD_OUTPUT_MAX:
+                self.step = max(self.step // 2, 64)
+            elif len(self.output) < ZSTD_OUTPUT_MAX // 8:
+                self.step = min(self.step * 2, 1 << 20)
+            if self.frame.eof:  # the rest of the piece starts the next frame
+                self.input, self.input_at = self.frame.unused_data + self.input[self.input_at :], 0
+                self.frame = self.new_frame()
+                self.in_frame = False
+        data = self.output[self.output_at : self.output_at + size]
+        self.output_at += len(data)
         return data
 
     def tell(self) -> int:

@@ -33,7 +33,7 @@ peak RSS 2.82 GB instead of 4.34 GB; ids written from the batches' buffers (no `
 
 
 def ray_batches(
-    sources: list[Source], options: Any, tokenizer_source: Any, actors: int | None, ray_address: str | None
+    sources: list[Source], options: Any, tokenizer_source: Any, actors: int | None, ray_address: str | None, quiet: bool = False
 ) -> Any:
     """Batches (pyarrow Tables with ``input_ids``) of the corpus, in input order, and the number of actors."""
     try:
@@ -44,11 +44,18 @@ def ray_batches(
     kinds = {s.kind for s in sources}
     if not kinds <= {"jsonl", "parquet"} or (kinds == {"jsonl", "parquet"}) or any(s.compression == "zstd" for s in sources):
         raise CorpusInputError("the ray engine reads JSONL (.jsonl, .jsonl.gz) or Parquet inputs, one kind a run")
+    if quiet:  # (--quiet: errors only; Ray and Ray Data log their start and plan at INFO)
+        import logging
+
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     if not ray.is_initialized():
-        ray.init(address=ray_address, log_to_driver=False, include_dashboard=False)
+        ray.init(address=ray_address, log_to_driver=False, include_dashboard=False, **({"logging_level": "ERROR"} if quiet else {}))
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False
+    if quiet:
+        context.print_on_execution_start = False
     paths = [os.path.abspath(s.path) for s in sources]
     # Read tasks ask READ_CPUS each and the actors share the rest: a read always finds its CPU
     # (read tasks asking the default 1 CPU beside 2 actors of 0.75 on 2 CPUs hung).

@@ -96,6 +96,10 @@ class UnitResult:
     newlines: int = 0  # JSONL: the newlines of the unit (where the next unit's lines start)
 
 
+class _DocumentError(CorpusInputError):
+    """A document refused (file and line named): ``skip_bad`` goes past it."""
+
+
 class BadDocument(Exception):
     """A document the worker refuses (without ``skip_bad``): where and why. The reading process
     names it (``_location``): it knows where the unit's lines start, which the worker may not."""
@@ -273,7 +277,10 @@ def _load_tokenizer(tokenizer: Tokenizer | str | os.PathLike[str]) -> Tokenizer:
     name = os.fspath(tokenizer)
     if os.path.isfile(name):
         return Tokenizer.from_file(name)
-    return Tokenizer.from_pretrained(name)
+    try:
+        return Tokenizer.from_pretrained(name)
+    except FileNotFoundError as error:
+        raise CorpusError(f"tokenizer {name}: {error.strerror}") from None
 
 
 def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
@@ -391,8 +398,16 @@ def tokenize(
     dtype = token_dtype(format, tok.vocab_size)
     options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, dtype, skip_bad, empty_length)
     output = os.fspath(output)
-    if os.path.dirname(output):
-        os.makedirs(os.path.dirname(output), exist_ok=True)
+    if not os.path.basename(output) or os.path.basename(output) in (".", ".."):
+        raise CorpusError(f"output {output!r} names a folder: give a prefix of file names, e.g. {os.path.join(output or '.', 'corpus')!r}")
+    folder = os.path.dirname(output)
+    if folder:
+        above = folder
+        while above and not os.path.exists(above):
+            above = os.path.dirname(above)
+        if above and not os.path.isdir(above):
+            raise CorpusError(f"cannot write {output}: {above} is a file, not a folder")
+        os.makedirs(folder, exist_ok=True)
     run = _Run(output)
     fingerprints = [s.fingerprint() for s in sources]
     option_values = {name: getattr(options, name) for name in OUTPUT_OPTIONS}
@@ -478,11 +493,11 @@ def _clear_the_way(run: _Run, format: str, text_key: str, force: bool, sources: 
     output = run.output
     in_the_way = []
     if os.path.exists(run.work):
-        if not force:
-            raise CorpusError(f"an interrupted run's work is in {run.work}: continue it with --resume (resume=True), or start over with --force")
         if os.path.exists(os.path.join(run.work, "lock")):
             run.acquire()  # (refused while another run is writing there: --force is for stopped runs)
             run.release()
+        if not force:
+            raise CorpusError(f"an interrupted run's work is in {run.work}: continue it with --resume (resume=True), or start over with --force")
         shutil.rmtree(run.work)
     folder = os.path.dirname(os.path.abspath(output))
     base = os.path.basename(output)
@@ -566,7 +581,7 @@ def _run(
         try:
             result = compute()
         except BadDocument as error:
-            raise CorpusInputError(f"{_location(paths, unit.kind, error.source, error.line + shift)}: {error.reason}") from None
+            raise _DocumentError(f"{_location(paths, unit.kind, error.source, error.line + shift)}: {error.reason}") from None
         end = unit.end
         if not counted:
             next_line[unit.source] = start + result.newlines
@@ -592,7 +607,7 @@ def _run(
         if ray is not None:
             from peek2.corpus.ray_engine import ray_batches, write_batches
 
-            batches, workers = ray_batches(sources, options, tok, ray[0], ray[1])
+            batches, workers = ray_batches(sources, options, tok, ray[0], ray[1], progress.mode == "quiet")
             try:
                 write_batches(batches, writer, options.dtype, progress, stats, options)
             except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
@@ -664,7 +679,7 @@ def _run(
         progress.close()
         outputs = writer.finish()
         rejects.close()
-        if options.skip_bad:
+        if options.skip_bad or stats["rejected"]:  # (rejected before a resume without skip_bad: kept too)
             publish(run.rejects_path, run.output + ".rejects.jsonl")
             outputs.append(run.output + ".rejects.jsonl")
         result = RunStats(
@@ -695,7 +710,11 @@ def _run(
         _stop(pool)
         with contextlib.suppress(Exception):
             checkpoint(done)
-        raise CorpusInputError(f"{error} (the work so far is kept in {run.work}: continue past such documents with --resume --skip-bad)") from None
+        if isinstance(error, _DocumentError):
+            raise CorpusInputError(f"{error} (the work so far is kept in {run.work}: continue past such documents with --resume --skip-bad)") from None
+        # (a file that cannot be read as a whole, a missing column: --skip-bad skips documents, and
+        # a fixed file is another input, so only a new run reads it)
+        raise CorpusInputError(f"{error} (fix the input, then start over with --force)") from None
     except CorpusError:  # (a worker died: what came before is written, keep it for --resume)
         _stop(pool)
         with contextlib.suppress(Exception):
