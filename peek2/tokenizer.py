@@ -39,12 +39,12 @@ from mypy_extensions import i64
 
 from peek2.bpe import huge_pages
 from peek2.bpe.decode import ids_bytes, ids_texts
-from peek2.bpe.engine_tables import EngineTables, engine_tables
+from peek2.bpe.engine_tables import EngineTables, engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
 from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, OrdinaryEncode, PlainEncode, WholeChars
 from peek2.bpe.offsets import char_spans
-from peek2.bpe.vocab import id_table, largest_id
+from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
 from peek2.formats.byte_level import to_bytes
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
@@ -102,6 +102,16 @@ def _write_id(out: BytesWriter, token_id: int, wide: bool) -> None:
 PATH_ENDINGS = (".json", ".model", ".tiktoken", ".bpe", ".txt")  # from_pretrained: a name ending so is a file's
 
 
+def _flag(value: object, name: str) -> bool:
+    """A bool argument: a bool or a NumPy bool (as tokenizers takes); anything else is refused (a
+    string "false" was true in some calls; a bug hunt)."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, not {type(value).__name__} ({value!r})")
+
+
 class Tokenizer:
     """A byte-level BPE tokenizer (Llama-3, Qwen2/2.5/3 style) built from a ``TokenizerSpec``.
 
@@ -130,10 +140,9 @@ class Tokenizer:
         self._loaded_file: tuple[str, tuple[int, int]] = (loaded, _file_stamp(loaded) if loaded else (-1, -1))
         self._digest: str | None = None
         vocab = spec.vocab
-        max_id = max([largest_id(vocab), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
-        if max_id >= 1 << ID_BITS:
-            raise TokenizerFormatError(f"{spec.source}: token id {max_id} is too large (at most {(1 << ID_BITS) - 1})")
+        max_id = largest_spec_id(spec)  # (raises where an id is too large)
         id_bytes = id_table(vocab, max_id + 1)
+        vocab_bytes = tuple(id_bytes)  # (the vocabulary's alone, before the added tokens)
         self._added: list[AddedToken] = list(spec.added_tokens)
         normalize = _normalizer(spec.normalizer)
         for added in self._added:
@@ -142,7 +151,13 @@ class Tokenizer:
             # (Qwen's NFC and a token "e\u0301": "\xe9", the byte 0xE9; a bug hunt).
             content = normalize(added.content) if added.normalized else added.content
             data = to_bytes(content)
-            id_bytes[added.id] = data if data is not None else content.encode("utf-8")
+            data = data if data is not None else content.encode("utf-8")
+            held = vocab_bytes[added.id] if added.id < len(vocab_bytes) else None
+            if held is not None and held != data:
+                # (a tiktoken special token given a rank's id decoded that rank as itself; a bug
+                # hunt. Two added tokens may share an id: o200k_harmony's reserved and named ones.)
+                raise TokenizerFormatError(f"{spec.source}: added token {added.content!r} has id {added.id}, the id of the token {held!r}")
+            id_bytes[added.id] = data
         for token_id in (*spec.prefix_ids, *spec.suffix_ids):
             if id_bytes[token_id] is None:  # (a post-processor's id of no token: decoded as nothing, as tokenizers does)
                 id_bytes[token_id] = b""
@@ -159,6 +174,8 @@ class Tokenizer:
         # Whether the bytes of a text's ids are its UTF-8 (every byte is its own token): spans then
         # follow from the tokens' lengths (``_segment_offsets``; lengths made at its first call).
         self._bytes_are_text = all(self._id_bytes[token_id] == bytes([byte]) for byte, token_id in enumerate(tables.byte_ids))
+        # An unk token standing for a byte with no token of its own spans that one byte (offsets).
+        self._stand_in_ids = {token_id for byte, token_id in enumerate(tables.byte_ids) if self._id_bytes[token_id] != bytes([byte])}
         self._token_lengths: vec[i64] | None = None
         self._engine = BytePairEncoder(
             vec[i64](tables.byte_ids),
@@ -301,6 +318,9 @@ class Tokenizer:
         GPT-2's pattern in tiktoken's spelling, the same pieces).
         """
         from peek2.formats.tiktoken_file import converter_merges, load_ranks, special_added_tokens
+
+        if not isinstance(path, (str, os.PathLike)):  # (an int was opened as a file descriptor, and closed)
+            raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         from peek2.pretokenize.families import find_tiktoken_family
 
         family = find_tiktoken_family(pattern).name
@@ -323,7 +343,9 @@ class Tokenizer:
                 source=os.fspath(path),
             )
 
-        spec, tables = load_cache.load([path], f"tiktoken {family} {list(specials.items())!r}", build)
+        # (whether the file is gunzipped follows its name, not its bytes: part of the entry's key)
+        gunzipped = os.fspath(path).endswith(".gz")
+        spec, tables = load_cache.load([path], f"tiktoken {family} {list(specials.items())!r} gz={gunzipped}", build)
         source = ("tiktoken", os.path.abspath(path), family, tuple(sorted(specials.items())))
         return cls(spec, cache_size=cache_size, _source=source, _tables=tables)
 
@@ -417,6 +439,8 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
+        add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
+        split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
         try:
             return self._encode_with_offsets(text, add_special_tokens, split_special_tokens)
         except ValueError as error:  # (see encode)
@@ -515,7 +539,7 @@ class Tokenizer:
             char_of_byte.extend([at + k] * len(char.encode("utf-8")))
         byte = 0
         for token_id in self._engine.piece_ids(piece):
-            size = len(self._id_bytes[token_id] or b"")
+            size = 1 if token_id in self._stand_in_ids else len(self._id_bytes[token_id] or b"")
             ids.append(token_id)
             offsets.append((spans[char_of_byte[byte]][0], spans[char_of_byte[byte + size - 1]][1]))
             byte += size
@@ -550,7 +574,14 @@ class Tokenizer:
         """``[encode(text) for text in texts]``."""
         if isinstance(texts, str):
             raise TypeError("encode_batch expects a sequence of str, not a single str")
-        return [self.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in texts]
+        encode = self.encode
+        out: list[list[int]] = []
+        for k, text in enumerate(texts):
+            try:
+                out.append(encode(text, add_special_tokens, split_special_tokens=split_special_tokens))
+            except (TypeError, ValueError) as error:  # (which text: encode_batch_flat names it too)
+                raise type(error)(f"texts[{k}]: {error}") from None
+        return out
 
     def encode_batch_flat(
         self,
@@ -580,6 +611,8 @@ class Tokenizer:
 
         if isinstance(texts, str):
             raise TypeError("encode_batch_flat expects a sequence of str, not a single str")
+        add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
+        split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
         if dtype not in ("uint16", "int32", "uint32", "int64"):
             raise ValueError(f"dtype must be 'uint16', 'int32', 'uint32' or 'int64', not {dtype!r}")
         wide = dtype != "uint16"
@@ -661,6 +694,10 @@ class Tokenizer:
         """``len(encode(text, ...))`` without building the list of ids (for token budgets)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
+        if add_special_tokens is not True and add_special_tokens is not False:  # (no call in the usual case)
+            add_special_tokens = _flag(add_special_tokens, "add_special_tokens")  # type: ignore[unreachable]
+        if split_special_tokens is not False:
+            split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
         total = len(self._prefix_ids) + len(self._suffix_ids) if add_special_tokens else 0
         try:
             if self._plain(text):  # as in encode: most calls
@@ -716,7 +753,7 @@ class Tokenizer:
         values: list[Any] = getattr(ids, "tolist")() if _is_array(ids) else ids if type(ids) is list else list(ids)
         if not isinstance(values, list):  # a 0-d array
             raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
-        table = self._decode_table(skip_special_tokens)
+        table = self._decode_table(_flag(skip_special_tokens, "skip_special_tokens"))
         try:
             data = ids_bytes(table, values)  # the usual case: Python ints, every one a token
         except ValueError:  # (an int past 64 bits, which mypyc refuses: named below)
@@ -771,8 +808,12 @@ class Tokenizer:
         if not isinstance(batch, Iterable):
             raise TypeError(f"batch must be a sequence of sequences of int, not {type(batch).__name__}")
         documents = batch if type(batch) is list else list(batch)
+        skip_special_tokens = _flag(skip_special_tokens, "skip_special_tokens")
         # decode's usual case in one compiled loop (lists of valid ids), else decode itself
-        texts = ids_texts(self._decode_table(skip_special_tokens), documents)
+        try:
+            texts = ids_texts(self._decode_table(skip_special_tokens), documents)
+        except (ValueError, OverflowError):  # (an int past 64 bits, which mypyc refuses: decode names it)
+            texts = [None] * len(documents)
         if None not in texts:
             return texts  # type: ignore[return-value]  # (every one decoded)
         return [text if text is not None else self.decode(ids, skip_special_tokens) for text, ids in zip(texts, documents)]

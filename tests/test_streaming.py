@@ -260,7 +260,7 @@ def test_normalized_added_tokens(tok: Tokenizer) -> None:
     file), at every cut; anything else is refused, saying why."""
 
     def with_token(**fields: object) -> Tokenizer:
-        token = AddedToken(id=5, normalized=True, special=False, **fields)  # type: ignore[arg-type]
+        token = AddedToken(id=tok.vocab_size, normalized=True, special=False, **fields)  # type: ignore[arg-type]
         return Tokenizer(dataclasses.replace(tok.spec, added_tokens=[*tok.spec.added_tokens, token]))
 
     raw = next(iter(tok._raw_matcher.by_content))  # "<|begin_of_text|>", "<|endoftext|>"

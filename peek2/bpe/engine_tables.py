@@ -14,13 +14,30 @@ from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec
 
 
+def largest_spec_id(spec: TokenizerSpec) -> int:
+    """The largest id of ``spec`` (-1 if none); TokenizerFormatError where it is above the engine's
+    limit, before any table is made at its size (an id of 2**27 took 2 GB first; a bug hunt)."""
+    top = max([max(spec.vocab.values(), default=-1), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
+    if top >= 1 << ID_BITS:
+        raise TokenizerFormatError(f"{spec.source}: token id {top} is too large (at most {(1 << ID_BITS) - 1})")
+    return top
+
+
 def _byte_ids(spec: TokenizerSpec) -> list[int]:
     ids = []
     for byte in range(256):
         token_id = spec.vocab.get(bytes([byte]))
         if token_id is None and spec.byte_fallback:
-            token_id = spec.vocab.get(f"<0x{byte:02X}>".encode())
+            # tokenizers falls back on the UTF-8 bytes of the byte's character ("Ā" for 0x00:
+            # <0xC4> <0x80>), two ids for one byte where it is not ASCII: not implemented (it gave
+            # <0x00>, a silent difference; a bug hunt).
+            raise NotImplementedError(
+                f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X}, which byte_fallback would encode as "
+                "the UTF-8 bytes of its byte-level character: not implemented"
+            )
         if token_id is None and spec.unk_token is not None:
+            if spec.fuse_unk:  # (runs of unknown bytes fused into one id: not implemented; a bug hunt)
+                raise NotImplementedError(f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X}, and model.fuse_unk is true: not implemented")
             token_id = spec.vocab.get(spec.unk_token.encode("utf-8"))
         if token_id is None:
             raise TokenizerFormatError(
@@ -51,6 +68,7 @@ class EngineTables(NamedTuple):
 def engine_tables(spec: TokenizerSpec) -> EngineTables:
     """The engine's tables of ``spec`` (errors name the merge that uses tokens not in the vocabulary)."""
     vocab = spec.vocab
+    largest_spec_id(spec)
     pairs = pair_table(spec.merges, vocab, ID_BITS, PAIR_STRIDE)  # (compiled; None: name the merge below)
     for rank, (left, right) in enumerate(spec.merges if pairs is None else ()):
         left_id, right_id, merged_id = vocab.get(left), vocab.get(right), vocab.get(left + right)

@@ -224,11 +224,3 @@ def id_table(vocab: dict[bytes, int], size: int) -> list[bytes | None]:
         table[token_id] = token
     return table
 
-
-def largest_id(vocab: dict[bytes, int]) -> int:
-    """The largest id of ``vocab`` (-1 if empty), without a list of the ids."""
-    top: i64 = -1
-    for token_id in vocab.values():
-        if token_id > top:
-            top = token_id
-    return top

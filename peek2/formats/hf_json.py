@@ -133,6 +133,14 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     added = _added_tokens(data.get("added_tokens", []), source)
     contents = {token.content for token in added}
     vocab = _vocab(raw_vocab, contents, source)
+    if len(set(vocab.values())) != len(vocab):
+        # tokenizers keys its merges by id, and which token an id decodes to follows its hash
+        # map's order: no answer to match (it loaded, and encoded differently; a bug hunt).
+        first: dict[int, bytes] = {}
+        for token, token_id in vocab.items():
+            if token_id in first:
+                raise TokenizerFormatError(f"{source}: model.vocab gives id {token_id} to two tokens, {first[token_id]!r} and {token!r}")
+            first[token_id] = token
     added = _numbered(added, raw_vocab, source)
     if len(vocab) < len(raw_vocab):  # added tokens listed in the vocabulary too, outside the alphabet (DeepSeek-V3)
         raw_vocab = {token: token_id for token, token_id in raw_vocab.items() if token not in contents or to_bytes(token) is not None}
@@ -293,13 +301,21 @@ def _numbered(added: list[AddedToken], raw_vocab: dict[str, Any], source: str) -
     return numbered
 
 
+def _step(raw: Any, path: str, source: str) -> Any:
+    """A step of a Sequence: an object (a null one loaded as nothing, where tokenizers refuses the
+    file: a Sequence's template step set to null dropped the BOS silently; a bug hunt)."""
+    if not isinstance(raw, dict):
+        raise TokenizerFormatError(f"{source}: {path} must be an object, not {raw!r}")
+    return raw
+
+
 def _normalizer(raw: Any, path: str, source: str) -> str | None:
     if raw is None:
         return None
     kind = _field(raw, "type", path, source, str)
     if kind == "Sequence":
         steps = [
-            _normalizer(step, f"{path}.normalizers[{k}]", source)
+            _normalizer(_step(step, f"{path}.normalizers[{k}]", source), f"{path}.normalizers[{k}]", source)
             for k, step in enumerate(_field(raw, "normalizers", path, source, list))
         ]
         steps = [step for step in steps if step is not None]
@@ -395,7 +411,7 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
                 "peek2 supports one TemplateProcessing or RobertaProcessing in a Sequence"
             )
         for k, step in enumerate(steps):
-            more_prefix, more_suffix = _post_processor(step, f"{path}.processors[{k}]", source)
+            more_prefix, more_suffix = _post_processor(_step(step, f"{path}.processors[{k}]", source), f"{path}.processors[{k}]", source)
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
     if kind == "RobertaProcessing":  # <s> text </s>; its offset trimming: _trim_offsets

@@ -156,12 +156,18 @@ async def async_encode_batch(
 
 
 async def async_decode(
-    tok: Tokenizer, ids: Sequence[int], skip_special_tokens: bool = True, *, chunk_ids: int = CHUNK_IDS
+    tok: Tokenizer, ids: Iterable[int], skip_special_tokens: bool = True, *, chunk_ids: int = CHUNK_IDS
 ) -> str:
     """``tok.decode(ids, ...)``, yielding to the event loop every ``chunk_ids`` ids."""
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Sequence):
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
         raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
     _check_chunk(chunk_ids, "chunk_ids")
+    if not isinstance(ids, Sequence):  # a NumPy array (which decode takes, and this refused; a bug hunt), a generator
+        values = getattr(ids, "tolist")() if hasattr(ids, "tolist") else list(ids)
+        if not isinstance(values, list):  # a 0-d array
+            raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
+        ids = values
+    assert isinstance(ids, Sequence)
     if len(ids) <= chunk_ids:
         return tok.decode(ids, skip_special_tokens)
     decoder = StreamDecoder(tok, skip_special_tokens)

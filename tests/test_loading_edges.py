@@ -1,0 +1,123 @@
+"""Files and arguments at the edges of loading, from a bug hunt: each one gave a silent difference
+from the reference, a crash, or an error that named the wrong thing."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tokenizers
+
+from peek2.serving.aio import async_decode
+from peek2.spec import TokenizerFormatError
+from peek2.tokenizer import Tokenizer
+from tests.vocabularies import byte_level_file, chars
+
+TOKENS = [b"he", b"ll", b"o ", b" w", b"or", b"ld"]
+MERGES = [(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b"o", b" "), (b" ", b"w"), (b"o", b"r"), (b"l", b"d")]
+
+
+def small_file() -> dict:  # type: ignore[type-arg]
+    return json.loads(byte_level_file(TOKENS, MERGES))
+
+
+def test_a_byte_without_its_token(tmp_path: Path) -> None:
+    """With unk_token standing for a byte that has no token, offsets raised IndexError; with
+    fuse_unk (runs fused into one id) and with byte_fallback (the UTF-8 bytes of the byte's
+    character) peek2 gave other ids than tokenizers: now refused by name."""
+    spec = small_file()
+    vocab = spec["model"]["vocab"]
+    vocab["<unk>"] = vocab.pop(chars(b" "))
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if chars(b" ") not in m]
+    spec["model"]["unk_token"] = "<unk>"
+    text = json.dumps(spec)
+    tok, reference = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    for sample in ["a b", "a   b", "hello world", " "]:
+        expected = reference.encode(sample, add_special_tokens=False)
+        got = tok.encode_with_offsets(sample, add_special_tokens=False)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), sample
+    with pytest.raises(NotImplementedError, match="no token for byte 0x20, and model.fuse_unk is true"):
+        Tokenizer.from_str(json.dumps({**spec, "model": {**spec["model"], "fuse_unk": True}}))
+    del vocab["<unk>"]
+    vocab["<0x20>"] = max(vocab.values()) + 1
+    with pytest.raises(NotImplementedError, match="no token for byte 0x20, which byte_fallback would encode"):
+        Tokenizer.from_str(json.dumps({**spec, "model": {**spec["model"], "unk_token": None, "byte_fallback": True}}))
+
+
+def test_files_tokenizers_refuses_or_cannot_answer(tmp_path: Path) -> None:
+    """Two tokens sharing an id (tokenizers' merges and decode then follow its hash map's order),
+    a Sequence step set to null (tokenizers refuses the file; peek2 dropped the BOS template), and
+    an id of 2**27 (2 GB allocated before the error) all loaded or ran first."""
+    spec = small_file()
+    vocab = spec["model"]["vocab"]
+    vocab[chars(b"or")] = vocab[chars(b"ld")]
+    with pytest.raises(TokenizerFormatError, match=r"model.vocab gives id \d+ to two tokens"):
+        Tokenizer.from_str(json.dumps(spec))
+    spec = small_file()
+    bos = {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+           "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+           "special_tokens": {"<s>": {"id": "<s>", "ids": [300], "tokens": ["<s>"]}}}
+    spec["post_processor"] = {"type": "Sequence", "processors": [{"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}, None, bos]}
+    with pytest.raises(TokenizerFormatError, match=r"post_processor.processors\[1\] must be an object, not None"):
+        Tokenizer.from_str(json.dumps(spec))
+    spec = small_file()
+    spec["normalizer"] = {"type": "Sequence", "normalizers": [None]}
+    with pytest.raises(TokenizerFormatError, match=r"normalizer.normalizers\[0\] must be an object"):
+        Tokenizer.from_str(json.dumps(spec))
+    spec = small_file()
+    spec["model"]["vocab"]["zz"] = 1 << 27
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match="token id 134217728 is too large"):
+        Tokenizer.from_file(path)
+
+
+def rank_file(path: Path, tokens: list[bytes]) -> None:
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % k for k, t in enumerate(tokens)))
+
+
+def test_tiktoken_arguments_and_names(tmp_path: Path) -> None:
+    """A special token given a rank's id decoded that rank as the special token; a path given as
+    an int was opened as a file descriptor (the caller's) and closed; gzip bytes under a name
+    without .gz loaded or not depending on what the load cache held."""
+    tokens = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell"]
+    rank_file(tmp_path / "r.tiktoken", tokens)
+    with pytest.raises(TokenizerFormatError, match=r"added token '<\|x\|>' has id 99, the id of the token b'c'"):
+        Tokenizer.from_tiktoken(tmp_path / "r.tiktoken", pattern="llama3", special_tokens={"<|x|>": 99})
+    for wrong in (3, b"r.tiktoken"):
+        with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+            Tokenizer.from_tiktoken(wrong, pattern="llama3")  # type: ignore[arg-type]
+    packed = gzip.compress((tmp_path / "r.tiktoken").read_bytes())
+    (tmp_path / "z.tiktoken").write_bytes(packed)
+    (tmp_path / "z.tiktoken.gz").write_bytes(packed)
+    assert Tokenizer.from_tiktoken(tmp_path / "z.tiktoken.gz", pattern="llama3").encode("hell") == [258]
+    with pytest.raises(ValueError, match=r"z.tiktoken:1: expected"):
+        Tokenizer.from_tiktoken(tmp_path / "z.tiktoken", pattern="llama3")
+
+
+def test_flags_batches_and_arrays_are_checked_alike(data_dir: Path) -> None:
+    """count, encode_with_offsets, encode_batch_flat and decode took "false" as true; encode_batch
+    named no text; decode_batch of an id past 64 bits said "int too large to convert to i64";
+    async_decode refused the NumPy arrays decode takes."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    calls = {
+        "count": lambda flag: tok.count("hi", flag),
+        "encode_with_offsets": lambda flag: tok.encode_with_offsets("hi", flag).ids,
+        "encode_batch_flat": lambda flag: tok.encode_batch_flat(["hi"], flag).ids.tolist(),
+        "decode": lambda flag: tok.decode([128000, 6151], flag),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match="must be a bool, not str"):
+            call("false")
+        assert call(np.False_) == call(False), name
+    with pytest.raises(TypeError, match=r"texts\[1\]: text must be str, not int"):
+        tok.encode_batch(["a", 5])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="token id 9223372036854775808 is not in the vocabulary"):
+        tok.decode_batch([[1], [2**63]])
+    ids = np.array(tok.encode("Hello world"), dtype=np.int64)
+    assert asyncio.run(async_decode(tok, ids)) == tok.decode(ids) == "Hello world"
