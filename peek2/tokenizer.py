@@ -43,6 +43,7 @@ from peek2.bpe.engine_tables import EngineTables, engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
 from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, OrdinaryEncode, PlainEncode, WholeChars
+from peek2.bpe.merger import as_flag as _flag
 from peek2.bpe.offsets import char_spans
 from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
@@ -102,16 +103,6 @@ def _write_id(out: BytesWriter, token_id: int, wide: bool) -> None:
 PATH_ENDINGS = (".json", ".model", ".tiktoken", ".bpe", ".txt")  # from_pretrained: a name ending so is a file's
 
 
-def _flag(value: object, name: str) -> bool:
-    """A bool argument: a bool or a NumPy bool (as tokenizers takes); anything else is refused (a
-    string "false" was true in some calls; a bug hunt)."""
-    if isinstance(value, bool):
-        return value
-    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
-        return bool(value)
-    raise TypeError(f"{name} must be a bool, not {type(value).__name__} ({value!r})")
-
-
 class Tokenizer:
     """A byte-level BPE tokenizer (Llama-3, Qwen2/2.5/3 style) built from a ``TokenizerSpec``.
 
@@ -151,7 +142,14 @@ class Tokenizer:
             # (Qwen's NFC and a token "e\u0301": "\xe9", the byte 0xE9; a bug hunt).
             content = normalize(added.content) if added.normalized else added.content
             data = to_bytes(content)
-            data = data if data is not None else content.encode("utf-8")
+            if data is None:
+                try:
+                    data = content.encode("utf-8")
+                except UnicodeEncodeError as error:  # (tokenizers refuses the file's JSON: a lone surrogate escape)
+                    raise TokenizerFormatError(
+                        f"{spec.source}: added token {added.content!r} (id {added.id}) holds a lone surrogate"
+                        f" at index {error.start}: not a Unicode scalar, so not text"
+                    ) from None
             held = vocab_bytes[added.id] if added.id < len(vocab_bytes) else None
             if held is not None and held != data:
                 # (a tiktoken special token given a rank's id decoded that rank as itself; a bug

@@ -100,12 +100,40 @@ def test_tiktoken_arguments_and_names(tmp_path: Path) -> None:
         Tokenizer.from_tiktoken(tmp_path / "z.tiktoken", pattern="llama3")
 
 
+def test_malformed_pieces_are_named(tmp_path: Path, data_dir: Path) -> None:
+    """An added token holding a lone surrogate (tokenizers refuses its JSON escape) was a bare
+    UnicodeEncodeError; an empty rank file said "no token for byte 0x00"; a vocab.bpe with its
+    #version line twice (tokenizers skips both) was a merge of unknown tokens, said of encoder.json."""
+    spec = small_file()
+    spec["added_tokens"] = [{"id": 263, "content": "<|x\ud800|>", "single_word": False, "lstrip": False,
+                             "rstrip": False, "normalized": False, "special": True}]
+    text = json.dumps(spec)
+    with pytest.raises(Exception, match="lone leading surrogate|hex escape"):
+        tokenizers.Tokenizer.from_str(text)
+    with pytest.raises(TokenizerFormatError, match=r"added token '<\|x\\ud800\|>' \(id 263\) holds a lone surrogate at index 3"):
+        Tokenizer.from_str(text)
+    (tmp_path / "empty.tiktoken").write_bytes(b"")
+    with pytest.raises(ValueError, match="empty.tiktoken: no ranks: the rank file is empty"):
+        Tokenizer.from_tiktoken(tmp_path / "empty.tiktoken", pattern="cl100k")
+    gpt2 = data_dir / "tokenizers" / "gpt2"
+    lines = (gpt2 / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    twice = tmp_path / "vocab.bpe"
+    twice.write_text("\n".join(lines[:3] + [lines[0]] + lines[3:]), encoding="utf-8")
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(gpt2 / "encoder.json"), str(twice)))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    sample = "The tree's height, 1234 m\n\n  indented"
+    tok = Tokenizer.from_gpt2_files(gpt2 / "encoder.json", twice)
+    assert tok.encode(sample) == reference.encode(sample).ids
+
+
 def test_flags_batches_and_arrays_are_checked_alike(data_dir: Path) -> None:
     """count, encode_with_offsets, encode_batch_flat and decode took "false" as true; encode_batch
     named no text; decode_batch of an id past 64 bits said "int too large to convert to i64";
     async_decode refused the NumPy arrays decode takes."""
     tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
     calls = {
+        "encode": lambda flag: tok.encode("hi", flag),  # (the compiled call refused NumPy's bool)
+        "encode split_special_tokens": lambda flag: tok.encode("hi", split_special_tokens=flag),
         "count": lambda flag: tok.count("hi", flag),
         "encode_with_offsets": lambda flag: tok.encode_with_offsets("hi", flag).ids,
         "encode_batch_flat": lambda flag: tok.encode_batch_flat(["hi"], flag).ids.tolist(),

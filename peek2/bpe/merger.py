@@ -1264,6 +1264,16 @@ class BytePairEncoder:
         return _merge_heap(data, self.byte_ids, self.merges)
 
 
+def as_flag(value: object, name: str) -> bool:
+    """A bool argument: a bool or a NumPy bool (as tokenizers takes); anything else is refused (a
+    string "false" was true in some calls; a bug hunt)."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, not {type(value).__name__} ({value!r})")
+
+
 class PlainEncode:
     """``Tokenizer.encode`` as a compiled callable, for the usual call: no added token in the text.
 
@@ -1302,13 +1312,18 @@ class PlainEncode:
         # the tokenizer pickles by its source.
         return (getattr, (self.fallback.__self__, "encode"))
 
-    def __call__(self, text: object, add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> list[int]:
+    def __call__(self, text: object, add_special_tokens: object = True, *, split_special_tokens: object = False) -> list[int]:
         """The ids of ``text``, exactly as ``tokenizers.Tokenizer.encode(text, add_special_tokens).ids``.
 
         ``Tokenizer.encode``, compiled: see that method for the arguments and exceptions.
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
+        # (object, not bool, parameters: a compiled bool refused NumPy's, which tokenizers takes)
+        if add_special_tokens is not True and add_special_tokens is not False:
+            add_special_tokens = as_flag(add_special_tokens, "add_special_tokens")
+        if split_special_tokens is not True and split_special_tokens is not False:
+            split_special_tokens = as_flag(split_special_tokens, "split_special_tokens")
         if self.non_ascii_fallback and not text.isascii():
             return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
         for first, needle in self.needles:
@@ -1316,9 +1331,9 @@ class PlainEncode:
                 if self.any_token is None or self.any_token(text) is not None:
                     return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
                 break  # it only starts like an added token: the plain path
-        head = self.prefix if add_special_tokens else _NO_IDS
+        head = self.prefix if add_special_tokens is True else _NO_IDS
         out = _encode_plain(self.engine, text, self.normalize, self.ascii_is_normal, self.prefix_space, head)
-        if add_special_tokens and self.suffix:
+        if add_special_tokens is True and self.suffix:
             out.extend(self.suffix)
         return out
 

@@ -70,7 +70,9 @@ def _vocab(raw: Any, source: str) -> dict[bytes, int]:
 def _merges(text: str, source: str) -> list[tuple[bytes, bytes]]:
     merges: list[tuple[bytes, bytes]] = []
     for number, line in enumerate(text.split("\n"), 1):
-        if not line or (number == 1 and line.startswith("#version")):
+        # (any "#version" line is a header, as tokenizers' BPE.from_file reads them; a second one
+        # was a merge of tokens not in the vocabulary, reported against encoder.json)
+        if not line or line.startswith("#version"):
             continue
         parts = line.split(" ")
         left = to_bytes(parts[0]) if len(parts) == 2 else None

@@ -77,7 +77,9 @@ def parse_ranks(data: bytes, source: str = "<bytes>") -> dict[bytes, int]:
             raise ValueError(f"{source}:{number}: rank {rank} repeated (first on line {line_of_rank[rank]})")
         ranks[token] = rank
         line_of_rank[rank] = number
-    if ranks and max(line_of_rank) != len(ranks) - 1:
+    if not ranks:  # (else "no token for byte 0x00", far from the cause)
+        raise ValueError(f"{source}: no ranks: the rank file is empty")
+    if max(line_of_rank) != len(ranks) - 1:
         missing = min(set(range(len(ranks))) - line_of_rank.keys())
         raise ValueError(f"{source}: ranks are not contiguous: {len(ranks)} tokens but rank {missing} is missing")
     return ranks
