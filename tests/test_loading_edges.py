@@ -100,6 +100,72 @@ def test_tiktoken_arguments_and_names(tmp_path: Path) -> None:
         Tokenizer.from_tiktoken(tmp_path / "z.tiktoken", pattern="llama3")
 
 
+TEMPLATE = {
+    "type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+    "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+    "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}},
+}
+BYTE_LEVEL_POST = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
+
+
+def _without(obj: dict, key: str) -> dict:  # type: ignore[type-arg]
+    return {k: v for k, v in obj.items() if k != key}
+
+
+def _edit_split(spec: dict, change: object) -> None:  # type: ignore[type-arg]
+    split = spec["pre_tokenizer"]["pretokenizers"][0]
+    if change == "no invert":
+        del split["invert"]
+    else:
+        split["pattern"]["String"] = "x"
+
+
+# (edit, what peek2's message says): files tokenizers refuses, which peek2 loaded (a sweep of
+# every field of the shipped files and of GPT-2, RoBERTa and template files: removed or added)
+REFUSED_EDITS = {
+    "an unknown top-level field": (lambda s: s.update(extra=1), "unknown field 'extra' at the top level"),
+    "Split without invert": (lambda s: _edit_split(s, "no invert"), r"missing field pre_tokenizer.pretokenizers\[0\].invert"),
+    "a pattern of two fields": (lambda s: _edit_split(s, "two"), r"pretokenizers\[0\].pattern must have one field"),
+    "ByteLevel without add_prefix_space": (
+        lambda s: s["pre_tokenizer"]["pretokenizers"][1].pop("add_prefix_space"),
+        r"missing field pre_tokenizer.pretokenizers\[1\].add_prefix_space",
+    ),
+    "ByteLevel without trim_offsets": (lambda s: s["pre_tokenizer"]["pretokenizers"][1].pop("trim_offsets"), "trim_offsets"),
+    "a decoder without trim_offsets": (lambda s: s["decoder"].pop("trim_offsets"), "missing field decoder.trim_offsets"),
+    "a ByteLevel post-processor without add_prefix_space": (
+        lambda s: s.update(post_processor=_without(BYTE_LEVEL_POST, "add_prefix_space")),
+        "missing field post_processor.add_prefix_space",
+    ),
+    "a template without pair": (lambda s: s.update(post_processor=_without(TEMPLATE, "pair")), "missing field post_processor.pair"),
+    "a template piece without type_id": (
+        lambda s: s.update(post_processor={**TEMPLATE, "single": [{"Sequence": {"id": "A"}}]}),
+        r"missing field post_processor.single\[0\].Sequence.type_id",
+    ),
+    "a template's special token without tokens": (
+        lambda s: s.update(post_processor={**TEMPLATE, "special_tokens": {"<s>": {"id": "<s>", "ids": [1]}}}),
+        "missing field post_processor.special_tokens\\['<s>'\\].tokens",
+    ),
+    "merges in both forms": (
+        lambda s: s["model"]["merges"].__setitem__(3, " ".join(s["model"]["merges"][3])),
+        r"model.merges\[3\] is a str and model.merges\[0\] a list",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(REFUSED_EDITS))
+def test_files_tokenizers_refuses_are_refused(edit: str) -> None:
+    """A file loads in both engines or in neither: peek2 read these (the same ids where it could)."""
+    change, message = REFUSED_EDITS[edit]
+    spec = small_file()
+    change(spec)
+    text = json.dumps(spec)
+    with pytest.raises(Exception):  # noqa: B017 (tokenizers raises a bare Exception)
+        tokenizers.Tokenizer.from_str(text)
+    with pytest.raises(TokenizerFormatError, match=message):
+        Tokenizer.from_str(text)
+
+
 def test_malformed_pieces_are_named(tmp_path: Path, data_dir: Path) -> None:
     """An added token holding a lone surrogate (tokenizers refuses its JSON escape) was a bare
     UnicodeEncodeError; an empty rank file said "no token for byte 0x00"; a vocab.bpe with its

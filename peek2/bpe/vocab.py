@@ -90,11 +90,12 @@ def _merge_parts(merge: object) -> tuple[bool, str, str]:
 
 def merge_bytes(raw: list[object]) -> list[tuple[bytes, bytes]] | None:
     """The merges (``"left right"`` strings or ``[left, right]`` pairs) in bytes; None if one is
-    malformed or outside the alphabet."""
+    malformed or outside the alphabet, or the list holds both forms."""
     merges: list[tuple[bytes, bytes]] = []
+    strings = bool(raw) and isinstance(raw[0], str)
     for merge in raw:
         well_formed, first, second = _merge_parts(merge)
-        if not well_formed:
+        if not well_formed or isinstance(merge, str) != strings:
             return None
         left = alphabet_bytes(first)
         right = alphabet_bytes(second)
@@ -108,7 +109,8 @@ def merge_ids(raw: list[object], ids: dict[str, int]) -> bytes | None:
     """The merges (``"left right"`` strings or ``[left, right]`` pairs) as the ids of their two
     tokens, two little-endian int32 a merge (``peek2.spec.RankedMerges``), looked up by the tokens'
     text in ``ids`` (the file's vocabulary, every token in the byte-level alphabet); None if one is
-    malformed or names a token not in ``ids`` (``merge_bytes`` then finds what to report).
+    malformed or names a token not in ``ids``, or the list holds both forms (``merge_bytes`` then
+    finds what to report).
 
     No bytes object or tuple per merge, and ``pair_table`` then looks up only the merged token
     (``_ranked_pair_table``): the merges of a file to the pair table, best of 7 (``merge_bytes`` and
@@ -116,9 +118,10 @@ def merge_ids(raw: list[object], ids: dict[str, int]) -> bytes | None:
     -> 0.24 s, Qwen3 0.19 -> 0.12 s, GPT-4o 0.30 -> 0.21 s. (This function alone costs what
     ``merge_bytes`` costs: a lookup of a new slice's text is no cheaper than its conversion.)"""
     pairs = BytesWriter()
+    strings = bool(raw) and isinstance(raw[0], str)
     for merge in raw:
         well_formed, first, second = _merge_parts(merge)
-        if not well_formed:
+        if not well_formed or isinstance(merge, str) != strings:  # (both forms in one list: refused, as tokenizers does)
             return None
         left = ids.get(first, -1)
         right = ids.get(second, -1)

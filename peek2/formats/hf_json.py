@@ -94,6 +94,17 @@ def _required_flag(obj: dict[str, Any], key: str, path: str, source: str) -> boo
     return _flag(obj, key, path, source, False)
 
 
+# The fields tokenizers (the pinned version) reads at the top level: it refuses a file with any other.
+TOP_LEVEL_FIELDS = ("version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model")
+
+
+def _byte_level_fields(obj: dict[str, Any], path: str, source: str) -> None:
+    """A ByteLevel step (pre-tokenizer, post-processor or decoder): tokenizers requires both
+    fields, and refuses the file without them (``use_regex`` defaults to true)."""
+    for key in ("add_prefix_space", "trim_offsets"):
+        _required_flag(obj, key, path, source)
+
+
 def _token_id(value: Any, where: str, source: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TokenizerFormatError(f"{source}: {where} must be a non-negative integer id, not {value!r}")
@@ -110,6 +121,11 @@ def _optional_str(obj: dict[str, Any], key: str, path: str, source: str) -> str 
 def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     """Build a TokenizerSpec from the parsed JSON object."""
     model = _field(data, "model", "", source, dict)
+    # (where tokenizers refuses a file, so does peek2, even where it could read it: a file
+    # loads in both or in neither; a bug hunt found peek2 laxer on these)
+    unknown = [key for key in data if key not in TOP_LEVEL_FIELDS]
+    if unknown:
+        raise TokenizerFormatError(f"{source}: unknown field {unknown[0]!r} at the top level (tokenizers refuses the file)")
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
         raise NotImplementedError(
@@ -215,6 +231,11 @@ def _merges(raw: list[Any], raw_vocab: dict[str, Any], vocab: dict[bytes, int], 
             raise TokenizerFormatError(f"{source}: model.merges[{rank}] must be a string or a pair, not {merge!r}")
         if len(parts) != 2 or not all(isinstance(part, str) for part in parts):
             raise TokenizerFormatError(f"{source}: model.merges[{rank}] is not a pair of tokens: {merge!r}")
+        if isinstance(merge, str) != isinstance(raw[0], str) and isinstance(raw[0], (str, list)):
+            raise TokenizerFormatError(
+                f"{source}: model.merges[{rank}] is a {type(merge).__name__} and model.merges[0] a {type(raw[0]).__name__}: "
+                "tokenizers refuses merges written in both forms"
+            )
         left, right = to_bytes(parts[0]), to_bytes(parts[1])
         if left is None or right is None:
             raise TokenizerFormatError(f"{source}: model.merges[{rank}] is outside the byte-level alphabet: {merge!r}")
@@ -337,6 +358,9 @@ def _family(raw: Any, source: str) -> tuple[str, bool]:
     steps = _field(raw, "pretokenizers", "pre_tokenizer", source, list) if kind == "Sequence" else [raw]
     paths = [f"pre_tokenizer.pretokenizers[{k}]" for k in range(len(steps))] if kind == "Sequence" else ["pre_tokenizer"]
     kinds = [_field(step, "type", path, source, str) for step, path in zip(steps, paths)]
+    for step, path, step_kind in zip(steps, paths, kinds):
+        if step_kind == "ByteLevel":
+            _byte_level_fields(step, path, source)
     if kinds == ["ByteLevel"] and _flag(steps[0], "use_regex", paths[0], source, True):
         # GPT-2's own pre-tokenizer: ByteLevel splits with GPT-2's regex (the gpt2 family), after
         # putting a space before the text segment when add_prefix_space (RoBERTa-style files).
@@ -372,7 +396,7 @@ def _family(raw: Any, source: str) -> tuple[str, bool]:
 
 def _split_regex(split: Any, path: str, source: str, alone: bool) -> str:
     """The regex of one Split step, checking that its behavior keeps every piece apart."""
-    behavior = (_field(split, "behavior", path, source, str), _flag(split, "invert", path, source, False))
+    behavior = (_field(split, "behavior", path, source, str), _required_flag(split, "invert", path, source))
     # Removed with invert keeps the matches and drops the text between them: the same pieces as
     # Isolated for a pattern that matches every character, as each single-Split family's does
     # (hub ports of cl100k and GPT-4o's file are written that way). In a sequence the pre-splits
@@ -384,6 +408,8 @@ def _split_regex(split: Any, path: str, source: str, alone: bool) -> str:
             "is supported"
         )
     pattern = _field(split, "pattern", path, source, dict)
+    if len(pattern) != 1:
+        raise TokenizerFormatError(f"{source}: {path}.pattern must have one field, Regex or String, not {sorted(pattern)}")
     regex = pattern.get("Regex")
     if not isinstance(regex, str):
         raise NotImplementedError(f"{source}: {path} Split pattern {pattern!r}: only a Regex is supported")
@@ -395,8 +421,7 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
         return [], []
     kind = _field(raw, "type", path, source, str)
     if kind == "ByteLevel":
-        _flag(raw, "trim_offsets", path, source, True)
-        _flag(raw, "add_prefix_space", path, source, True)
+        _byte_level_fields(raw, path, source)
         return [], []  # adds no ids; its offset trimming: _trim_offsets
     if kind == "Sequence":
         prefix: list[int] = []
@@ -422,12 +447,18 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     if kind != "TemplateProcessing":
         raise NotImplementedError(f"{source}: {path} {kind!r} is not supported")
     special = _field(raw, "special_tokens", path, source, dict)
+    for name, entry in special.items():
+        entry_path = f"{path}.special_tokens[{name!r}]"
+        _field(entry, "id", entry_path, source, str)
+        _field(entry, "ids", entry_path, source, list)
+        _field(entry, "tokens", entry_path, source, list)
+    for k, item in enumerate(_field(raw, "pair", path, source, list)):  # (not used: checked as tokenizers does)
+        _template_piece(item, f"{path}.pair[{k}]", source)
     prefix, suffix = [], []
     seen_sequence = False
     for k, item in enumerate(_field(raw, "single", path, source, list)):
         where = f"{path}.single[{k}]"
-        if not isinstance(item, dict) or len(item) != 1 or not ({"Sequence", "SpecialToken"} & item.keys()):
-            raise TokenizerFormatError(f"{source}: {where} must be an object with one field, Sequence or SpecialToken: {item!r}")
+        _template_piece(item, where, source)
         if "Sequence" in item:
             sequence = _field(item, "Sequence", where, source, dict)
             if sequence.get("id") != "A" or seen_sequence:
@@ -448,6 +479,15 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     if not seen_sequence:
         raise NotImplementedError(f"{source}: {path}.single has no $A (tokenizers then drops the text): not supported")
     return prefix, suffix
+
+
+def _template_piece(item: Any, where: str, source: str) -> None:
+    """One piece of a template: ``{"Sequence": {"id": "A", "type_id": 0}}`` or ``{"SpecialToken": {"id": ..., "type_id": ...}}``."""
+    if not isinstance(item, dict) or len(item) != 1 or not ({"Sequence", "SpecialToken"} & item.keys()):
+        raise TokenizerFormatError(f"{source}: {where} must be an object with one field, Sequence or SpecialToken: {item!r}")
+    kind = next(iter(item))
+    _field(item[kind], "id", f"{where}.{kind}", source, str)
+    _token_id(_field(item[kind], "type_id", f"{where}.{kind}", source, int), f"{where}.{kind}.type_id", source)
 
 
 def _adds_tokens(step: Any) -> bool:
@@ -492,3 +532,4 @@ def _decoder(raw: Any, source: str) -> None:
     kind = _field(raw, "type", "decoder", source, str)
     if kind != "ByteLevel":
         raise NotImplementedError(f"{source}: decoder {kind!r} is not supported (ByteLevel only)")
+    _byte_level_fields(raw, "decoder", source)
