@@ -18,6 +18,9 @@ a worker in its steady state on a stream of documents it has not seen. (This scr
 every engine on one document set again and again, emptying peek2's piece cache before each run:
 fastokens, whose own caches keep what they saw, then met the same documents again, at about twice
 its speed on new ones, and peek2 did not.) peek2's ids must equal tokenizers' in every round.
+``--cold`` makes new tokenizers of every engine before each timed set instead (untimed, each
+called once on one word: fastokens finishes its set-up at its first call, about 0.1 s): a
+worker's first documents.
 
 The process is pinned to one CPU (``os.sched_setaffinity``) and every engine runs on it, so
 the figures are per core, whatever threads an engine starts: peek2 ``encode_batch``, fastokens
@@ -92,32 +95,42 @@ def main() -> int:
     parser.add_argument("--mb", type=float, default=8.0, help="size of each round's document set")
     parser.add_argument("--seed", type=int, default=0, help="the warm-up set's seed (round r draws with seed + r)")
     parser.add_argument("--cpu", type=int, default=0, help="the CPU to pin the process to")
+    parser.add_argument("--cold", action="store_true", help="new tokenizers for every engine before each timed set (caches empty)")
     args = parser.parse_args()
     os.sched_setaffinity(0, {args.cpu})
     from tokenizers import Tokenizer as Reference
 
     path = args.tokenizers / args.model / "tokenizer.json"
-    ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
-    added = tuple(token.content for token in ours.spec.added_tokens)
-    engines: dict[str, Callable[[list[str]], list[list[int]]]] = {
-        "peek2 encode_batch": lambda texts: ours.encode_batch(texts, add_special_tokens=False),
-        "tokenizers encode_batch": lambda texts: [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)],
-    }
-    if importlib.util.find_spec("fastokens"):
-        import fastokens
 
-        fast = fastokens.Tokenizer.from_file(str(path))
-        engines["fastokens encode_batch"] = lambda texts: [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
-    if ours.family == "llama3" and importlib.util.find_spec("tiktoken"):
-        encoding = tiktoken_llama3(args.tokenizers / "llama3.2" / "tokenizer.model")
-        engines["tiktoken encode_ordinary_batch"] = lambda texts: encoding.encode_ordinary_batch(texts, num_threads=1)
-    family = FAMILIES[ours.family]
-    engines["pre-tokenizer only"] = lambda texts: [[piece_count(d, family.stage2, family.rules)] for d in texts]
+    def make_engines() -> dict[str, Callable[[list[str]], list[list[int]]]]:
+        ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
+        engines: dict[str, Callable[[list[str]], list[list[int]]]] = {
+            "peek2 encode_batch": lambda texts: ours.encode_batch(texts, add_special_tokens=False),
+            "tokenizers encode_batch": lambda texts: [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)],
+        }
+        if importlib.util.find_spec("fastokens"):
+            import fastokens
+
+            fast = fastokens.Tokenizer.from_file(str(path))
+            engines["fastokens encode_batch"] = lambda texts: [e.ids for e in fast.encode_batch(texts, add_special_tokens=False)]
+        if ours.family == "llama3" and importlib.util.find_spec("tiktoken"):
+            encoding = tiktoken_llama3(args.tokenizers / "llama3.2" / "tokenizer.model")
+            engines["tiktoken encode_ordinary_batch"] = lambda texts: encoding.encode_ordinary_batch(texts, num_threads=1)
+        family = FAMILIES[ours.family]
+        engines["pre-tokenizer only"] = lambda texts: [[piece_count(d, family.stage2, family.rules)] for d in texts]
+        for run in engines.values():  # (fastokens finishes setting itself up at its first call: 0.1 s)
+            run(["hello"])
+        return engines
+
+    added = tuple(token.content for token in Tokenizer.from_file(path).spec.added_tokens)
+    engines = make_engines()
     rates: dict[str, list[float]] = {name: [] for name in engines}
     differ = dict.fromkeys(engines, 0)
     sizes = []
     for round_ in range(args.runs + 1):  # round 0 warms up
         documents = mixed_documents(args.data, int(args.mb * 1e6), args.seed + round_, added)
+        if args.cold and round_:
+            engines = make_engines()  # (new tokenizers: every cache empty, each one's set-up done)
         nbytes = sum(len(d.encode("utf-8")) for d in documents)
         results = {}
         for name, run in engines.items():
@@ -132,7 +145,8 @@ def main() -> int:
             if name != "pre-tokenizer only":
                 differ[name] += sum(a != b for a, b in zip(results[name], expected))
         sizes.append((len(documents), nbytes))
-    print(describe(args) + f" on new documents each, pinned to CPU {args.cpu}")
+    state = "new tokenizers each (cold)" if args.cold else "the same tokenizers throughout"
+    print(describe(args) + f" on new documents each, {state}, pinned to CPU {args.cpu}")
     documents_, nbytes_ = sizes[-1]
     agree = ", ".join(f"{name.split()[0]} {count}" for name, count in differ.items() if count) or "none"
     print(f"\n{args.runs} sets of about {nbytes_ / 1e6:.2f} MB ({documents_} documents in the last); documents whose ids differ from tokenizers': {agree}")
