@@ -266,6 +266,34 @@ def test_pickle_and_deepcopy_stay_patched(data_dir: Path) -> None:
             same(original.encode(text), clone.encode(text))
 
 
+@pytest.mark.parametrize("replacement", ["WhitespaceSplit", "none"])
+def test_a_pre_tokenizer_given_after_patching_is_kept(data_dir: Path, tmp_path: Path, replacement: str) -> None:
+    """to_str, save and pickle wrote the original pre-tokenizer in place of one the user set after
+    patching, and to_str put Peek2 back into the live tokenizer: silently undoing the assignment."""
+    step = pre_tokenizers.WhitespaceSplit() if replacement == "WhitespaceSplit" else None
+    reference, tok = load(data_dir, "gpt4o"), peek2.patch(load(data_dir, "gpt4o"))
+    reference.pre_tokenizer = step
+    tok.pre_tokenizer = step
+    text = "Hello world! It's   here"
+    # (no 10 MB value in an assert: pytest's explanation of a failure would diff them for ever)
+    written, expected = json.loads(tok.to_str()), json.loads(reference.to_str())
+    step_written, step_expected = written.pop("pre_tokenizer"), expected.pop("pre_tokenizer")
+    assert step_written == step_expected
+    rest_equal = written == expected
+    assert rest_equal
+    same(reference.encode(text), tok.encode(text))
+    assert patched_family(tok) is None
+    for clone in (pickle.loads(pickle.dumps(tok)), copy.deepcopy(tok)):
+        assert patched_family(clone) is None
+        same(reference.encode(text), clone.encode(text))
+    other = peek2.patch(load(data_dir, "gpt4o"))
+    other.pre_tokenizer = step
+    other.save(str(tmp_path / "tokenizer.json"))
+    step_saved = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))["pre_tokenizer"]
+    assert step_saved == step_expected
+    same(reference.encode(text), other.encode(text))
+
+
 def encode_ids(tok: Tokenizer, text: str) -> list[int]:
     return tok.encode(text).ids
 

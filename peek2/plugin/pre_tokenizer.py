@@ -205,10 +205,29 @@ def pipeline_family(tok: Tokenizer) -> tuple[str, bool]:
     return hf_json._family(state, "tokenizer")
 
 
+def _replaced(tok: Tokenizer) -> bool:
+    """Whether the user gave a patched ``tok`` a pre-tokenizer of their own since (then the patch
+    is dropped, and ``tok`` saves and pickles as it is: writing the original form undid their
+    assignment, silently; a bug hunt). Peek2's is a custom component, which cannot be read back;
+    any pre-tokenizer that can, or none, is someone else's. (Another custom component cannot be
+    told from Peek2's: tokenizers cannot save such a tokenizer anyway; ``unpatch`` it first.)"""
+    live = tok.pre_tokenizer
+    if live is not None:
+        try:
+            live.__getstate__()
+        except Exception:  # (tokenizers raises a bare Exception for a custom component)
+            return False
+    for key in _PATCH_KEYS:
+        tok.__dict__.pop(key, None)
+    return True
+
+
 def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
     """``Tokenizer.to_str`` with the original pre-tokenizer in place of Peek2 (the same results)."""
     from tokenizers import Tokenizer as HfTokenizer
 
+    if _replaced(tok):
+        return HfTokenizer.to_str(tok, pretty)  # type: ignore[no-any-return]
     attributes = tok.__dict__
     tok.pre_tokenizer = attributes["_peek2_original"]
     try:
@@ -222,6 +241,9 @@ def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> 
     """``Tokenizer.save`` of the original form (see ``_to_str``)."""
     from tokenizers import Tokenizer as HfTokenizer
 
+    if _replaced(tok):
+        HfTokenizer.save(tok, os.fspath(path), pretty)
+        return
     attributes = tok.__dict__
     tok.pre_tokenizer = attributes["_peek2_original"]
     try:
@@ -230,7 +252,9 @@ def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> 
         tok.pre_tokenizer = attributes["_peek2_installed"]
 
 
-def _reduce_ex(tok: Tokenizer, protocol: int) -> tuple[Any, tuple[str]]:
+def _reduce_ex(tok: Tokenizer, protocol: int) -> Any:
+    if _replaced(tok):
+        return tok.__reduce_ex__(protocol)  # (the class's, the patch's attributes gone)
     return (_load_patched, (_to_str(tok),))
 
 
