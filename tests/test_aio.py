@@ -114,3 +114,30 @@ def test_bad_input(tok: Tokenizer) -> None:
             await tok.async_encode("x" * 70_000 + "\ud800")
 
     asyncio.run(main())
+
+
+def test_tokenizers_no_stream_can_encode_and_files_gone(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: with an added token matched after the normalizer (tokenizers' own add_tokens,
+    Qwen3's NFC), a text longer than a slice raised the stream encoder's NotImplementedError; and
+    a text for the worker process raised PicklingError once the tokenizer's file was removed."""
+    import shutil
+
+    import tokenizers
+
+    reference = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / "qwen3" / "tokenizer.json"))
+    reference.add_tokens(["<custom>"])  # (normalized: true, the default of a token that is not special)
+    reference.save(str(tmp_path / "qwen3.json"))
+    tok = Tokenizer.from_file(tmp_path / "qwen3.json")
+    with pytest.raises(NotImplementedError):
+        StreamEncoder(tok)
+    text = "hello <custom> wo\u0301rld " * 1000  # (21,000 characters: three slices)
+    assert asyncio.run(tok.async_encode(text)) == reference.encode(text).ids
+    monkeypatch.setattr(aio, "OFFLOAD_CHARS", 10_000)  # (the same text then goes to the worker process)
+    assert asyncio.run(tok.async_encode_batch([text, "<custom>"])) == [e.ids for e in reference.encode_batch([text, "<custom>"])]
+
+    shutil.copy(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json", tmp_path / "llama.json")
+    tok = Tokenizer.from_file(tmp_path / "llama.json")
+    (tmp_path / "llama.json").unlink()
+    runs = "hi\n" + " " * 30_000 + "x"  # (one piece pending past OFFLOAD_CHARS)
+    expected = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")).encode(runs).ids
+    assert asyncio.run(tok.async_encode(runs)) == expected

@@ -27,7 +27,10 @@ whole encode moves to a new process (``python -m peek2.serving.encode_worker``: 
 from its pickle, about a second, and imports nothing of the caller's program, unlike
 multiprocessing's spawn): the loop only moves the text and the ids through pipes and unpickles
 the ids (a few ms: such a piece has few ids). Cancelling the task kills that process. A tokenizer
-that cannot be pickled (built from a spec in memory) encodes such a text on the loop, as before.
+that cannot be pickled (built from a spec in memory, or its file changed or removed since it was
+loaded) encodes such a text on the loop, as before. A tokenizer that no stream can encode (added
+tokens with ``normalized: true`` in a file with a normalizer) encodes a text in one call: on the
+loop up to ``OFFLOAD_CHARS`` characters, beyond that in the worker process when it can be pickled.
 """
 
 from __future__ import annotations
@@ -74,13 +77,26 @@ async def async_encode(
     _check_chunk(chunk_chars, "chunk_chars")
     if len(text) <= chunk_chars:
         return tok.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
-    encoder = StreamEncoder(tok, add_special_tokens, split_special_tokens=split_special_tokens)
+    try:
+        encoder = StreamEncoder(tok, add_special_tokens, split_special_tokens=split_special_tokens)
+    except NotImplementedError:
+        # A tokenizer no stream can encode (added tokens matched after a normalizer): one call,
+        # in a worker process when the text is long enough to stall the loop (it raised here; a
+        # bug hunt).
+        request = _worker_request(tok, text, add_special_tokens, split_special_tokens) if len(text) > OFFLOAD_CHARS else None
+        if request is not None:
+            return await _encode_in_worker(request)
+        return tok.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
     ids: list[int] = []
+    offload = True
     try:
         for start in range(0, len(text), chunk_chars):
             encoder.feed(text[start : start + chunk_chars], ids)
-            if encoder.pending_chars > OFFLOAD_CHARS and _picklable(tok):
-                return await _encode_in_worker(tok, text, add_special_tokens, split_special_tokens)
+            if offload and encoder.pending_chars > OFFLOAD_CHARS:
+                request = _worker_request(tok, text, add_special_tokens, split_special_tokens)
+                if request is not None:
+                    return await _encode_in_worker(request)
+                offload = False  # (not picklable: the slices go on, on the loop)
             await asyncio.sleep(0)
         return encoder.finish(ids)
     except ValueError as error:  # a lone surrogate, at its index in a slice: give it in text
@@ -90,15 +106,22 @@ async def async_encode(
 # ==== A worker process for texts holding one enormous piece ====
 
 
-def _picklable(tok: Tokenizer) -> bool:
-    return bool(tok._source)
+def _worker_request(tok: Tokenizer, text: str, add_special_tokens: bool, split_special_tokens: bool) -> bytes | None:
+    """The pickled call for ``_encode_in_worker``, or None where ``tok`` cannot be pickled: built
+    in memory, or its file changed or gone since it was loaded (the encode then stays on the
+    loop; a removed file raised PicklingError here; a bug hunt)."""
+    if not tok._source:
+        return None
+    try:
+        return pickle.dumps((tok, text, add_special_tokens, split_special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
+    except pickle.PicklingError:
+        return None
 
 
-async def _encode_in_worker(tok: Tokenizer, text: str, add_special_tokens: bool, split_special_tokens: bool) -> list[int]:
-    """``tok.encode(text, ...)`` in a new process (``peek2.serving.encode_worker``), the loop free meanwhile."""
+async def _encode_in_worker(request: bytes) -> list[int]:
+    """The ids of a ``_worker_request`` from a new process (``peek2.serving.encode_worker``), the loop free meanwhile."""
     import peek2
 
-    request = pickle.dumps((tok, text, add_special_tokens, split_special_tokens), protocol=pickle.HIGHEST_PROTOCOL)
     # The child imports the same peek2 as this process, wherever it was found.
     home = os.path.dirname(os.path.dirname(os.path.abspath(peek2.__file__)))
     path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
