@@ -307,7 +307,8 @@ class Tokenizer:
         content -> id. For Meta's Llama-3 ``tokenizer.model`` with its special tokens, the ids equal
         those of the Llama-3 tokenizer.json.
 
-        ``pattern`` is a family name or tiktoken's own ``pat_str`` of the encoding: cl100k_base's
+        ``pattern`` is a family name, a tiktoken encoding's name (``"cl100k_base"``, ``"o200k_base"``,
+        ``"o200k_harmony"``, ``"r50k_base"``, ``"p50k_base"``) or its own ``pat_str``: cl100k_base's
         (family ``cl100k``: tiktoken's ``\\s++$`` keeps a whitespace run that ends the text as one
         piece, where tokenizers' files of cl100k split it after its last newline; with cl100k_base's
         ranks the ids agree anyway, no whitespace token going on past a newline without ending in

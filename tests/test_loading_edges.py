@@ -92,6 +92,11 @@ def test_tiktoken_arguments_and_names(tmp_path: Path) -> None:
     for wrong in (3, b"r.tiktoken"):
         with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
             Tokenizer.from_tiktoken(wrong, pattern="llama3")  # type: ignore[arg-type]
+    # tiktoken's encoding names, as a tiktoken user writes them, mean their families
+    for name, family in [("cl100k_base", "cl100k"), ("o200k_base", "o200k"), ("o200k_harmony", "o200k"), ("r50k_base", "gpt2"), ("p50k_base", "gpt2")]:
+        by_name, by_family = (Tokenizer.from_tiktoken(tmp_path / "r.tiktoken", pattern=p) for p in (name, family))
+        assert by_name.family == family
+        assert by_name.encode("hell's   bells 123") == by_family.encode("hell's   bells 123")
     packed = gzip.compress((tmp_path / "r.tiktoken").read_bytes())
     (tmp_path / "z.tiktoken").write_bytes(packed)
     (tmp_path / "z.tiktoken.gz").write_bytes(packed)

@@ -223,6 +223,15 @@ _BY_TIKTOKEN_PATTERN: Final[dict[str, Family]] = {
     **{pattern: FAMILIES[name] for pattern, name in TIKTOKEN_ALIASES.items()},
 }
 _BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values() if family.patterns}
+# tiktoken's encoding names, which a user of tiktoken passes first (``tiktoken.get_encoding``).
+TIKTOKEN_ENCODINGS: Final[dict[str, str]] = {
+    "cl100k_base": "cl100k",
+    "o200k_base": "o200k",
+    "o200k_harmony": "o200k",
+    "r50k_base": "gpt2",
+    "p50k_base": "gpt2",
+    "p50k_edit": "gpt2",
+}
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -272,11 +281,16 @@ def find_family(pattern_or_name: str) -> Family:
 
 
 def find_tiktoken_family(pattern_or_name: str) -> Family:
-    """The family named ``pattern_or_name``, or whose ``pat_str`` it is in tiktoken's semantics.
+    """The family named ``pattern_or_name`` (a family's name or a tiktoken encoding's), or whose
+    ``pat_str`` it is in tiktoken's semantics.
 
     >>> find_tiktoken_family(TIKTOKEN_PATTERNS["cl100k"]).name
     'cl100k'
+    >>> find_tiktoken_family("o200k_harmony").name
+    'o200k'
     """
+    if isinstance(pattern_or_name, str) and pattern_or_name in TIKTOKEN_ENCODINGS:
+        return FAMILIES[TIKTOKEN_ENCODINGS[pattern_or_name]]
     family = _BY_TIKTOKEN_PATTERN.get(pattern_or_name) if isinstance(pattern_or_name, str) else None
     return family if family is not None else find_family(pattern_or_name)
 
