@@ -171,6 +171,46 @@ def test_files_tokenizers_refuses_are_refused(edit: str) -> None:
         Tokenizer.from_str(text)
 
 
+ROBERTA = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 1], "trim_offsets": True, "add_prefix_space": True}
+
+# Post-processors that tokenizers reads by their shape, whatever their type says (an untagged enum)
+POST_PROCESSOR_SHAPES = {
+    "a template without type": _without(TEMPLATE, "type"),
+    "RobertaProcessing without type": _without(ROBERTA, "type"),
+    "RobertaProcessing without trim_offsets (a BertProcessing: no trimming)": _without(ROBERTA, "trim_offsets"),
+    "RobertaProcessing with add_prefix_space null (a BertProcessing)": {**ROBERTA, "add_prefix_space": None},
+    "BertProcessing": {"type": "BertProcessing", "sep": ["</s>", 2], "cls": ["<s>", 1]},
+    "BertProcessing with Roberta's flags (a RobertaProcessing)": {**ROBERTA, "type": "BertProcessing", "add_prefix_space": False},
+    "ByteLevel with sep and cls (a BertProcessing)": {**BYTE_LEVEL_POST, "trim_offsets": True, "sep": ["</s>", 2], "cls": ["<s>", 1]},
+    "a template in a Sequence without type": {"type": "Sequence", "processors": [{**BYTE_LEVEL_POST, "trim_offsets": True}, _without(TEMPLATE, "type")]},
+    "a Sequence without type": {"processors": [BYTE_LEVEL_POST]},
+    "a ByteLevel without type": _without(BYTE_LEVEL_POST, "type"),
+    "sep with a negative id": {**ROBERTA, "sep": ["</s>", -2]},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(POST_PROCESSOR_SHAPES))
+def test_post_processors_are_read_by_shape(shape: str) -> None:
+    """tokenizers reads a post-processor by its shape: a template or RobertaProcessing without
+    type loads (peek2 refused it), a RobertaProcessing without trim_offsets is a BertProcessing that
+    trims no offset (peek2 trimmed them: other offsets, silently), BertProcessing loads (refused)."""
+    spec = small_file()
+    spec["post_processor"] = POST_PROCESSOR_SHAPES[shape]
+    text = json.dumps(spec)
+    try:
+        reference = tokenizers.Tokenizer.from_str(text)
+    except Exception:  # noqa: BLE001 (tokenizers raises a bare Exception)
+        with pytest.raises(TokenizerFormatError):
+            Tokenizer.from_str(text)
+        return
+    tok = Tokenizer.from_str(text)
+    for sample in [" hello world", "hello  world ", "", "  "]:
+        expected = reference.encode(sample)
+        assert tok.encode(sample) == expected.ids, sample
+        encoding = tok.encode_with_offsets(sample)
+        assert (encoding.ids, encoding.offsets) == (expected.ids, expected.offsets), sample
+
+
 def test_malformed_pieces_are_named(tmp_path: Path, data_dir: Path) -> None:
     """An added token holding a lone surrogate (tokenizers refuses its JSON escape) was a bare
     UnicodeEncodeError; an empty rank file said "no token for byte 0x00"; a vocab.bpe with its

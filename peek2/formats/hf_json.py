@@ -416,10 +416,47 @@ def _split_regex(split: Any, path: str, source: str, alone: bool) -> str:
     return regex
 
 
+def _post_kind(raw: Any) -> Any:
+    """The kind of post-processor ``raw`` is, as tokenizers reads it: by its shape before its
+    ``type``. tokenizers tries, in this order, RobertaProcessing (``sep``, ``cls``, and both
+    flags), BertProcessing (``sep`` and ``cls``), ByteLevel (by ``type``), TemplateProcessing
+    (``single``, ``pair`` and ``special_tokens``) and Sequence (by ``type``), and takes the first
+    that reads, whatever ``type`` says or whether it is there: a "RobertaProcessing" without
+    ``trim_offsets`` is a BertProcessing, which trims nothing (peek2 trimmed: other offsets; a
+    template without ``type`` loads). Where none has its shape, ``type`` (perhaps None) names
+    what to check, so that the error names the missing field."""
+    if not isinstance(raw, dict):
+        return None
+    if _named_pair(raw.get("sep")) and _named_pair(raw.get("cls")):
+        if isinstance(raw.get("trim_offsets"), bool) and isinstance(raw.get("add_prefix_space"), bool):
+            return "RobertaProcessing"
+        return "BertProcessing"
+    kind = raw.get("type")
+    if kind == "ByteLevel" and isinstance(raw.get("add_prefix_space"), bool) and isinstance(raw.get("trim_offsets"), bool):
+        return kind
+    if all(key in raw for key in ("single", "pair", "special_tokens")):
+        return "TemplateProcessing"
+    return kind
+
+
+def _named_pair(value: Any) -> bool:
+    """Whether ``value`` is a ``[token, id]`` pair (``sep``, ``cls``), as tokenizers reads one."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], int)
+        and not isinstance(value[1], bool)
+        and 0 <= value[1] < 1 << 32
+    )
+
+
 def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[int]]:
     if raw is None:
         return [], []
-    kind = _field(raw, "type", path, source, str)
+    kind = _post_kind(raw)
+    if kind is None:
+        kind = _field(raw, "type", path, source, str)
     if kind == "ByteLevel":
         _byte_level_fields(raw, path, source)
         return [], []  # adds no ids; its offset trimming: _trim_offsets
@@ -439,7 +476,7 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
             more_prefix, more_suffix = _post_processor(_step(step, f"{path}.processors[{k}]", source), f"{path}.processors[{k}]", source)
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
-    if kind == "RobertaProcessing":  # <s> text </s>; its offset trimming: _trim_offsets
+    if kind in ("RobertaProcessing", "BertProcessing"):  # <s> text </s> ([CLS] text [SEP]); Roberta's offset trimming: _trim_offsets
         _flag(raw, "trim_offsets", path, source, True)
         _flag(raw, "add_prefix_space", path, source, True)
         cls, sep = (_named_id(raw, key, path, source) for key in ("cls", "sep"))
@@ -492,12 +529,11 @@ def _template_piece(item: Any, where: str, source: str) -> None:
 
 def _adds_tokens(step: Any) -> bool:
     """Whether a post-processor may add tokens (a template, RobertaProcessing, or a Sequence holding one)."""
-    if not isinstance(step, dict):
-        return False
-    if step.get("type") == "Sequence":
+    kind = _post_kind(step)
+    if kind == "Sequence":
         steps = step.get("processors")
         return isinstance(steps, list) and any(_adds_tokens(inner) for inner in steps)
-    return step.get("type") in ("TemplateProcessing", "RobertaProcessing")
+    return kind in ("TemplateProcessing", "RobertaProcessing", "BertProcessing")
 
 
 def _named_id(raw: dict[str, Any], key: str, path: str, source: str) -> int:
@@ -511,14 +547,13 @@ def _named_id(raw: dict[str, Any], key: str, path: str, source: str) -> int:
 def _trim_offsets(raw: Any) -> tuple[bool, bool]:
     """A ``ByteLevel`` or ``RobertaProcessing`` post-processor's ``(trim_offsets, add_prefix_space)``
     (checked by _post_processor); both trim the text's tokens, special tokens added or not."""
-    if not isinstance(raw, dict):
-        return False, False
-    if raw.get("type") == "Sequence":
+    kind = _post_kind(raw)
+    if kind == "Sequence":
         for step in raw.get("processors", []):
             if _trim_offsets(step)[0]:
                 return _trim_offsets(step)
         return False, False
-    if raw.get("type") in ("ByteLevel", "RobertaProcessing") and raw.get("trim_offsets", True):
+    if kind in ("ByteLevel", "RobertaProcessing") and raw.get("trim_offsets", True):
         return True, bool(raw.get("add_prefix_space", True))
     return False, False
 
