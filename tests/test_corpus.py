@@ -526,6 +526,91 @@ def test_inputs_outputs_and_messages_a_second_hunt_broke(tmp_path: Path, data_di
             peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "busy", **run)
 
 
+def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corrupt Parquet page was an OSError said as "cannot write" the output, on two lines; a
+    named pipe was read for its fingerprint, then opened again and waited for ever; a folder's
+    linked subfolders were skipped and its hidden files read, "p/x" came before "p-q/x" (its glob
+    puts it after); a folder without tokenizer.json said "tokenizer DIR: None"; input_bytes was
+    off after a resumed .gz (read-ahead counted twice) and a byte short for Parquet; an empty list
+    of inputs wrote empty outputs; a broken link in a folder was a bare FileNotFoundError."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import peek2.corpus.run as run_module
+    import peek2.corpus.writers as writers
+    from peek2.corpus.inputs import find_inputs
+
+    tok = tokenizer_path(data_dir, LLAMA)
+    run = {"tokenizer": tok, "format": "parquet", "workers": 1, "quiet": True}
+
+    texts = [f"document {k} " * (k % 7) for k in range(3000)]
+    pq.write_table(pa.table({"text": texts}), tmp_path / "in.parquet", row_group_size=500)
+    stats = peek2.corpus.tokenize(tmp_path / "in.parquet", output=tmp_path / "good", unit_bytes=4000, **run)
+    assert stats.input_bytes == (tmp_path / "in.parquet").stat().st_size
+    data = (tmp_path / "in.parquet").read_bytes()
+    (tmp_path / "corrupt.parquet").write_bytes(data[:4] + bytes(len(data) // 2) + data[4 + len(data) // 2 :])  # (the footer kept)
+    with pytest.raises(CorpusInputError, match=r"corrupt.parquet: cannot read as parquet: [^\n]*start over with --force\)$"):
+        peek2.corpus.tokenize(tmp_path / "corrupt.parquet", output=tmp_path / "corrupt_out", **run)
+
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    with pytest.raises(CorpusInputError, match="pipe.jsonl: not a regular file"):
+        find_inputs([str(tmp_path / "pipe.jsonl")])
+
+    tree, real = tmp_path / "tree", tmp_path / "real"
+    for folder in (tree / "p", tree / "p-q", real):
+        folder.mkdir(parents=True)
+    for name in ("p/x.jsonl", "p-q/x.jsonl", "._a.jsonl", "a.jsonl"):
+        (tree / name).write_text(json.dumps({"text": name}) + "\n", encoding="utf-8")
+    (real / "r.jsonl").write_text('{"text": "linked"}\n', encoding="utf-8")
+    (tree / "linked").symlink_to(real)
+    globbed = [m for m in sorted(glob_all(tree)) if m.endswith(".jsonl")]
+    assert [s.path for s in find_inputs([str(tree)])] == globbed
+    assert [os.path.relpath(m, tree) for m in globbed] == ["a.jsonl", "linked/r.jsonl", "p-q/x.jsonl", "p/x.jsonl"]
+    (real / "loop").symlink_to(tree)  # (a link back up, which the glob follows 40 deep: each real folder once)
+    assert [s.path for s in find_inputs([str(tree)])] == globbed
+    (tree / "gone.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    with pytest.raises(CorpusInputError, match="gone.jsonl: a broken symbolic link"):
+        peek2.corpus.tokenize(tree, output=tmp_path / "tree_out", **run)
+
+    with pytest.raises(CorpusError, match="gpt2 has no tokenizer.json"):
+        peek2.corpus.tokenize(tmp_path / "good.parquet", output=tmp_path / "t", **{**run, "tokenizer": data_dir / "tokenizers" / "gpt2"})
+    with pytest.raises(CorpusInputError, match="no inputs"):
+        peek2.corpus.tokenize([], output=tmp_path / "none", **run)
+    with pytest.raises(TypeError, match="not bytes"):
+        peek2.corpus.tokenize(b"good.parquet", output=tmp_path / "none", **run)  # type: ignore[arg-type]
+
+    # A .gz run stopped after its first checkpoint, resumed: every byte counted once.
+    _mixed_corpus(tmp_path / "m.jsonl", 2000)
+    packed = gzip.compress((tmp_path / "m.jsonl").read_bytes())
+    (tmp_path / "m.jsonl.gz").write_bytes(packed)
+    real_publish, calls = writers.publish, []
+
+    class Stop(BaseException):
+        pass
+
+    def publish_then_stop(tmp: str, final: str) -> None:
+        real_publish(tmp, final)
+        calls.append(final)
+        if len(calls) == 3:
+            raise Stop
+
+    monkeypatch.setattr(run_module, "publish", publish_then_stop)
+    with pytest.raises(Stop):
+        peek2.corpus.tokenize(tmp_path / "m.jsonl.gz", output=tmp_path / "m", checkpoint_seconds=0.0, unit_bytes=20_000, **run)
+    monkeypatch.setattr(run_module, "publish", real_publish)
+    stats = peek2.corpus.tokenize(tmp_path / "m.jsonl.gz", output=tmp_path / "m", resume=True, unit_bytes=20_000, **run)
+    assert stats.resumed and stats.input_bytes == len(packed)
+    assert json.loads((tmp_path / "m.summary.json").read_text())["input_bytes"] == len(packed)
+
+
+def glob_all(folder: Path) -> list[str]:
+    import glob
+
+    return glob.glob(str(folder / "**" / "*"), recursive=True)
+
+
 def test_a_highly_compressed_zst_is_read_in_bounded_memory(tmp_path: Path) -> None:
     """300 MB of repetitive JSONL compress to 25 KB: the reader decompressed each 1 MB chunk whole
     and copied the rest after every read (618 MB and 12.5 s; a bug hunt). Here 64 MB of it."""

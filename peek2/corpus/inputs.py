@@ -21,6 +21,7 @@ import json
 import os
 from dataclasses import dataclass
 from io import FileIO
+from collections.abc import Iterable
 from typing import IO, Any, Iterator
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -153,43 +154,75 @@ def _in_work_folder(path: str) -> bool:
     return any(part.endswith(WORK_SUFFIX) for part in os.path.normpath(path).split(os.sep))
 
 
+def _regular_file(path: str) -> None:
+    """CorpusInputError unless ``path`` is a regular file (or a link to one). A pipe was read for
+    its fingerprint, then opened again and waited for ever (a bug hunt): every input is read twice,
+    its ends for ``--resume`` and then its documents. A broken link named a file that is gone."""
+    if os.path.isfile(path):
+        return
+    if os.path.islink(path) and not os.path.exists(path):
+        raise CorpusInputError(f"{path}: a broken symbolic link (to {os.readlink(path)})")
+    raise CorpusInputError(
+        f"{path}: not a regular file (a pipe or a device?): each input is read twice (its ends, for "
+        "--resume, then its documents); write it to a file first"
+    )
+
+
 def _folder_sources(folder: str) -> list[Source]:
-    """The input files under ``folder`` in sorted path order (as its ``folder/**/*`` glob gives
-    them); a saved dataset inside it is read as one (its Arrow files, at its folder's place); a
-    run's work folder is left out (an output prefix inside the input folder: a bug hunt)."""
-    found: list[tuple[list[str], list[Source]]] = []
-    for root, dirs, files in os.walk(folder):
+    """The input files under ``folder`` as its ``folder/**/*`` glob gives them: in sorted path
+    order, hidden files and folders (a name starting with ".") left out, linked folders followed
+    (each real folder once); a saved dataset inside it is read as one (its Arrow files, at its
+    folder's place); a run's work folder is left out (an output prefix inside the input folder).
+    (Bug hunts: folders were sorted by their parts, "p/x" before "p-q/x" where the glob and the
+    sort of paths put it after; linked folders were skipped and hidden files read.)"""
+    found: list[tuple[str, list[Source]]] = []
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        status = os.stat(root)
+        if (status.st_dev, status.st_ino) in seen:  # (a link back up the tree: once is enough)
+            dirs[:] = []
+            continue
+        seen.add((status.st_dev, status.st_ino))
         kept = []
         for name in dirs:
             path = os.path.join(root, name)
-            if name.endswith(WORK_SUFFIX):
+            if name.startswith(".") or name.endswith(WORK_SUFFIX):
                 continue
             if _is_saved_dataset(path):
-                found.append((path.split(os.sep), _saved_dataset(path) or []))
+                found.append((path + os.sep, _saved_dataset(path) or []))
                 continue
             kept.append(name)
         dirs[:] = sorted(kept)
         for file in files:
             path = os.path.join(root, file)
             kind = _kind(path)
-            if kind is not None:
-                found.append((path.split(os.sep), [Source(path, *kind)]))
+            if kind is not None and not file.startswith("."):
+                _regular_file(path)
+                found.append((path, [Source(path, *kind)]))
     found.sort(key=lambda item: item[0])
     return [source for _, sources in found for source in sources]
 
 
-def find_inputs(inputs: list[str]) -> list[Source]:
-    """The input files named by ``inputs`` (files, folders, globs), in order.
+def find_inputs(inputs: object) -> list[Source]:
+    """The input files named by ``inputs`` (a path, or an iterable of paths: files, folders,
+    globs), in order.
 
     Raises:
         CorpusInputError: a path that does not exist or matches nothing, a file of unknown kind,
             a folder with no input file.
     """
     if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]  # type: ignore[list-item]
+        inputs = [inputs]
+    if isinstance(inputs, (bytes, bytearray)) or not isinstance(inputs, Iterable):
+        raise TypeError(f"inputs must be a path (str or os.PathLike) or a list of them, not {type(inputs).__name__}")
+    inputs = list(inputs)
+    if not inputs:  # (an empty list wrote empty outputs, where a glob that matches nothing is an error)
+        raise CorpusInputError("no inputs: name at least one file, folder or glob")
     sources: list[Source] = []
     for given in inputs:
-        name = os.fspath(given)
+        name = os.fspath(given) if isinstance(given, (str, os.PathLike)) else given
+        if not isinstance(name, str):
+            raise TypeError(f"an input must be a str or os.PathLike path, not {type(name).__name__}: {name!r}")
         if os.path.isdir(name):
             saved = _saved_dataset(name)
             if saved is not None:
@@ -205,13 +238,18 @@ def find_inputs(inputs: list[str]) -> list[Source]:
                 raise CorpusInputError(
                     f"{name}: unknown kind of input (expected .jsonl/.json/.ndjson, optionally .gz or .zst, .parquet or .txt)"
                 )
+            _regular_file(name)
             sources.append(Source(name, *kind))
         elif glob.has_magic(name):
             matches = sorted(glob.glob(name, recursive=True))
-            files = [m for m in matches if os.path.isfile(m) and _kind(m) is not None and not _in_work_folder(m)]
+            files = [m for m in matches if not os.path.isdir(m) and _kind(m) is not None and not _in_work_folder(m)]
             if not files:
                 raise CorpusInputError(f"{name}: the pattern matches no input file")
+            for match in files:
+                _regular_file(match)
             sources.extend(Source(m, *_kind(m)) for m in files)  # type: ignore[misc]
+        elif os.path.islink(name):
+            _regular_file(name)
         else:
             raise CorpusInputError(f"{name}: no such file or folder")
     return sources
@@ -456,7 +494,7 @@ def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, tex
     except CorpusInputError:
         raise
     except Exception as error:
-        raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {error}") from None
+        raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {_one_line(error)}") from None
     if text_key not in schema.names:
         raise CorpusInputError(f"{source.path}: no column {text_key!r} (columns: {', '.join(schema.names)}); choose one with --text-key")
     column_type = schema.field(text_key).type
@@ -471,7 +509,14 @@ def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, tex
     pending: list[Any] = []
     pending_bytes = 0
     start_row = first.position
-    for array in batches:
+
+    def share(start: int, end: int) -> int:
+        """The file's bytes counted for rows start to end: shares that add up to its size (each
+        unit's rounded down alone lost a byte or more of the total; a bug hunt)."""
+        total = max(int(rows), 1)
+        return size * end // total - size * start // total
+
+    for array in _read_checked(batches, source):
         if array.type != plain_type:
             array = array.cast(plain_type)
         length = len(array)
@@ -488,8 +533,28 @@ def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, tex
             if pending_bytes >= unit_bytes:
                 unit_rows = sum(len(a) for a in pending)
                 merged = pa.concat_arrays(pending)
-                yield Unit("arrow", merged, index, row - unit_rows, int(size * unit_rows / max(rows, 1)), Cursor(index, row, 1))
+                yield Unit("arrow", merged, index, row - unit_rows, share(row - unit_rows, row), Cursor(index, row, 1))
                 pending, pending_bytes = [], 0
     if pending:
         unit_rows = sum(len(a) for a in pending)
-        yield Unit("arrow", pa.concat_arrays(pending), index, row - unit_rows, int(size * unit_rows / max(rows, 1)), Cursor(index + 1))
+        yield Unit("arrow", pa.concat_arrays(pending), index, row - unit_rows, share(row - unit_rows, rows), Cursor(index + 1))
+
+
+def _read_checked(batches: Iterator[Any], source: Source) -> Iterator[Any]:
+    """``batches``, where an error reading one (a Parquet page is read as its batch is wanted: a
+    corrupt page was an OSError, reported as an output that could not be written; a bug hunt)
+    is a CorpusInputError naming the file, on one line."""
+    iterator = iter(batches)
+    while True:
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            return
+        except Exception as error:
+            raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {_one_line(error)}") from None
+        yield batch
+
+
+def _one_line(error: Exception) -> str:
+    """An error's message on one line (pyarrow's may hold several)."""
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
