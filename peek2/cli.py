@@ -77,12 +77,17 @@ def _input_size(handle: IO[bytes]) -> int | None:
 
 def _read_blocks(path: str, progress: _Progress | None = None) -> Iterator[str]:
     """The UTF-8 text of ``path`` (``-``: standard input) in blocks; CliError names the first
-    invalid byte by line and byte offset."""
+    invalid byte by line and byte offset.
+
+    A block is given only once the next one has decoded: a text of one block that ends inside a
+    character printed its ids, then the error (a bug hunt); now nothing is printed for it. (A
+    longer text prints the ids of what comes before its last two blocks: its memory stays bounded.)"""
     name = "standard input" if path == "-" else repr(path)
     handle = _open_input(path)
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     offset = 0  # bytes before the current block
     lines = 1  # line of the current block's first byte
+    pending = ""  # the text of the previous block, given once this one decodes
     try:
         while True:
             try:
@@ -94,15 +99,18 @@ def _read_blocks(path: str, progress: _Progress | None = None) -> Iterator[str]:
                 text = decoder.decode(data, final=not data)
             except UnicodeDecodeError as error:  # error.object: the held bytes, then data
                 line = lines + error.object.count(b"\n", 0, error.start)
-                raise CliError(
-                    f"{name} is not UTF-8 text: invalid byte 0x{error.object[error.start]:02X} at line {line}, "
-                    f"byte offset {offset - held + error.start}"
-                ) from None
+                where = f"0x{error.object[error.start]:02X} at line {line}, byte offset {offset - held + error.start}"
+                if not data:
+                    raise CliError(f"{name} is not UTF-8 text: it ends inside a character (truncated?): its last character begins with byte {where}") from None
+                raise CliError(f"{name} is not UTF-8 text: invalid byte {where}") from None
             if progress is not None:
                 progress.update(len(data))
-            if text:
-                yield text
+            if pending:
+                yield pending
+            pending = text
             if not data:
+                if pending:
+                    yield pending
                 return
             offset += len(data)
             lines += data.count(b"\n")

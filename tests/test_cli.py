@@ -130,6 +130,10 @@ def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir
     )
     assert binary.returncode == 2
     assert binary.stderr.decode() == "peek2: standard input is not UTF-8 text: invalid byte 0xFF at line 2, byte offset 5\n"
+    # (A bug hunt: a text cut inside its last character printed its ids before the error.)
+    cut = subprocess.run([sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input=b"hello \xc3", capture_output=True)
+    assert cut.returncode == 2 and cut.stdout == b""
+    assert cut.stderr.decode() == "peek2: standard input is not UTF-8 text: it ends inside a character (truncated?): its last character begins with byte 0xC3 at line 1, byte offset 6\n"
     folder = peek2("encode", "--tokenizer", str(tmp_path), stdin="x")
     assert folder.returncode == 2 and folder.stderr.startswith("peek2: cannot read the tokenizer") and "Traceback" not in folder.stderr
     with open("/dev/full", "w") as full:
