@@ -15,7 +15,9 @@ from setuptools import setup
 HOT_MODULES = sorted(
     [
         "peek2/bpe/decode.py",
+        "peek2/bpe/merge_table.py",
         "peek2/bpe/merger.py",
+        "peek2/bpe/piece_cache.py",
         "peek2/bpe/offsets.py",
         "peek2/bpe/vocab.py",
         "peek2/bpe/whole_chars.py",

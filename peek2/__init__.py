@@ -23,7 +23,9 @@ __version__ = "0.1.0"
 # Modules that setup.py compiles with mypyc; __init__ stays uncompiled so this switch works.
 COMPILED_MODULES = (
     "peek2.bpe.decode",
+    "peek2.bpe.merge_table",
     "peek2.bpe.merger",
+    "peek2.bpe.piece_cache",
     "peek2.bpe.offsets",
     "peek2.bpe.vocab",
     "peek2.bpe.whole_chars",

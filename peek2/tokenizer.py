@@ -42,7 +42,9 @@ from peek2.bpe.decode import ids_bytes, ids_texts
 from peek2.bpe.engine_tables import EngineTables, engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
-from peek2.bpe.merger import ID_BITS, MAX_CACHE_SIZE, BytePairEncoder, MergeTable, OrdinaryEncode, PlainEncode, WholeChars
+from peek2.bpe.merge_table import ID_BITS, MergeTable
+from peek2.bpe.merger import BytePairEncoder, OrdinaryEncode, PlainEncode, WholeChars
+from peek2.bpe.piece_cache import MAX_CACHE_SIZE
 from peek2.bpe.merger import as_flag as _flag
 from peek2.bpe.offsets import char_spans
 from peek2.bpe.vocab import id_table

@@ -25,7 +25,7 @@ from mypy_extensions import i64
 
 from tokenizers import Tokenizer as Reference
 import peek2
-from peek2.bpe import huge_pages, merger
+from peek2.bpe import huge_pages, merge_table, merger, piece_cache
 from peek2.tokenizer import Tokenizer
 from tests.vocabularies import byte_level_file, chars
 
@@ -55,12 +55,12 @@ def last_merge(token: bytes, ranks: dict[tuple[bytes, bytes], int]) -> tuple[byt
 def expected_merges(tok: Tokenizer) -> dict[int, int]:
     """Pair key -> merge value, from the spec's merge list (a later duplicate wins, as in the
     reference), of the pairs that can apply: a token made by several pairs keeps the last merge of
-    its own bytes (see ``peek2.bpe.merger.final_pairs`` for why the others never apply)."""
+    its own bytes (see ``peek2.bpe.merge_table.final_pairs`` for why the others never apply)."""
     vocab = tok.spec.vocab
     ranks = {pair: rank for rank, pair in enumerate(tok.spec.merges)}
     makers = Counter(left + right for left, right in ranks)
     return {
-        vocab[left] * merger.PAIR_STRIDE + vocab[right]: (rank << merger.ID_BITS) | vocab[left + right]
+        vocab[left] * merge_table.PAIR_STRIDE + vocab[right]: (rank << merge_table.ID_BITS) | vocab[left + right]
         for (left, right), rank in ranks.items()
         if makers[left + right] == 1 or last_merge(left + right, ranks) == (left, right)
     }
@@ -85,7 +85,7 @@ def test_every_merge_passes_the_filter(tok: Tokenizer) -> None:
     pairs = fresh_pair_cache()
     wrong = []
     for key, value in expected_merges(tok).items():
-        left, right = divmod(key, merger.PAIR_STRIDE)
+        left, right = divmod(key, merge_table.PAIR_STRIDE)
         if merger._pair_value(left, right, merges, pairs) != value or merges.get(key) != value:
             wrong.append((left, right))
     assert not wrong, f"{len(wrong)} merges not found, first {wrong[:5]}"
@@ -100,10 +100,10 @@ def test_pairs_that_do_not_merge(tok: Tokenizer) -> None:
     passed = 0
     for _ in range(100_000):
         left, right = rng.randrange(top), rng.randrange(top)
-        value = expected.get(left * merger.PAIR_STRIDE + right, merger.NO_MERGE)
+        value = expected.get(left * merge_table.PAIR_STRIDE + right, merge_table.NO_MERGE)
         assert merger._pair_value(left, right, merges, pairs) == value
-        word, bits = merger._filter_word_bits(left * merger.PAIR_STRIDE + right + 1, merges.filter_mask)
-        passed += value == merger.NO_MERGE and (merges.filter[word] & bits) == bits
+        word, bits = merge_table.filter_word_bits(left * merge_table.PAIR_STRIDE + right + 1, merges.filter_mask)
+        passed += value == merge_table.NO_MERGE and (merges.filter[word] & bits) == bits
     assert passed < 10_000  # the filter refuses most non-merges (about 5% pass)
 
 
@@ -112,12 +112,12 @@ def test_every_token_passes_the_token_filter(model: str, data_dir: Path) -> None
     tok = Tokenizer.from_file(data_dir / "tokenizers" / model / "tokenizer.json")
     engine = tok._engine
     assert engine.ignore_merges
-    words = vec[i64]([0] * merger.KEY_WORDS)
+    words = vec[i64]([0] * piece_cache.KEY_WORDS)
     token_filter = engine.token_filter
     missing = []
     for token, token_id in engine.whole_tokens.items():
-        if 0 < len(token) <= merger.CACHE_MAX_CHARS:
-            word, bits = merger._filter_word_bits(merger._fold(merger._piece_key(token, 0, len(token), words)), len(token_filter) - 1)
+        if 0 < len(token) <= piece_cache.CACHE_MAX_CHARS:
+            word, bits = merge_table.filter_word_bits(merge_table.fold_key(piece_cache.piece_key(token, 0, len(token), words)), len(token_filter) - 1)
             if token_filter[word] & bits != bits:
                 missing.append(token)
     assert not missing, f"{len(missing)} tokens refused by the filter, first {missing[:5]}"
@@ -202,7 +202,7 @@ def test_vocabulary_with_an_unknown_byte_keeps_every_pair() -> None:
 
 
 def test_filter_bits_cover_all_64_positions() -> None:
-    assert [merger._bit(k) for k in range(64)] == [1 << k for k in range(63)] + [-(1 << 63)]
+    assert [merge_table._bit(k) for k in range(64)] == [1 << k for k in range(63)] + [-(1 << 63)]
 
 
 def test_huge_pages_keep_the_ids(tok: Tokenizer) -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2.bpe.merger import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, _ascii_key, _piece_key, _word_count
+from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, ascii_key, piece_key, word_count
 
 from conftest import fuzz_examples
 
@@ -33,7 +33,7 @@ WORDS = vec[i64]([0] * KEY_WORDS)
 
 
 def key(piece: str) -> int:
-    return _piece_key(piece, 0, len(piece), WORDS)
+    return piece_key(piece, 0, len(piece), WORDS)
 
 
 def check_injective(pieces: list[str]) -> None:
@@ -42,7 +42,7 @@ def check_injective(pieces: list[str]) -> None:
     for piece in pieces:
         k = key(piece)
         assert 0 < k < 1 << 63, (piece, k)
-        identity = (k,) if k >= EXACT_KEY else (k, *(WORDS[i] for i in range(_word_count(k))))
+        identity = (k,) if k >= EXACT_KEY else (k, *(WORDS[i] for i in range(word_count(k))))
         other = seen.setdefault(identity, piece)
         assert other == piece, f"key {k:#x} of {piece!r} and {other!r}"
 
@@ -99,7 +99,7 @@ def test_exact_keys_injective_fuzzed(pieces: list[str]) -> None:
 
 
 def test_ascii_keys_are_piece_keys() -> None:
-    """``_ascii_key`` (an ASCII piece keyed from bytes, 8 at a time) gives ``_piece_key``'s key and
+    """``ascii_key`` (an ASCII piece keyed from bytes, 8 at a time) gives ``piece_key``'s key and
     words for every length up to CACHE_MAX_CHARS, wherever the piece sits in its window."""
     rng = random.Random(8)
     words = vec[i64]([0] * KEY_WORDS)
@@ -109,7 +109,7 @@ def test_ascii_keys_are_piece_keys() -> None:
         before = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 9)))
         after = "".join(chr(rng.randrange(128)) for _ in range(8 + rng.randint(0, 9)))
         expected = key(piece)
-        expected_words = [WORDS[i] for i in range(_word_count(expected))] if expected < EXACT_KEY else []
-        got = _ascii_key((before + piece + after).encode("ascii"), len(before), n, words)
+        expected_words = [WORDS[i] for i in range(word_count(expected))] if expected < EXACT_KEY else []
+        got = ascii_key((before + piece + after).encode("ascii"), len(before), n, words)
         assert got == expected, (piece, hex(got), hex(expected))
         assert [words[i] for i in range(len(expected_words))] == expected_words, piece

@@ -421,7 +421,7 @@ def test_cache_allocated_as_it_fills(data_dir: Path) -> None:
     import subprocess
     import sys
 
-    from peek2.bpe.merger import INITIAL_CACHE_SLOTS, MAX_CACHE_SIZE
+    from peek2.bpe.piece_cache import INITIAL_CACHE_SLOTS, MAX_CACHE_SIZE
 
     path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
     with pytest.raises(ValueError, match="cache_size must be an int from 0 to"):

@@ -1,6 +1,9 @@
 """The byte-pair merger and the tables it runs on.
 
-- ``merger.py``: ``BytePairEncoder``, the compiled engine (scanner, piece cache, merges);
+- ``merger.py``: ``BytePairEncoder``, the compiled engine (the scanner's pieces, cached or merged);
+- ``merge_table.py``: ``MergeTable``, pairs of ids to merge ranks behind a filter, and
+  ``final_pairs``, the pairs merging can apply (compiled);
+- ``piece_cache.py``: ``PieceCache``, recent pieces by a key computed from the text in place (compiled);
 - ``vocab.py``: vocabulary and merges read into bytes, and the pair table of the merges (compiled);
 - ``engine_tables.py``: everything the engine builds from a ``TokenizerSpec``, as plain data
   (kept on disk by ``peek2.formats.load_cache``);

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from peek2.bpe.merger import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs
+from peek2.bpe.merge_table import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs
 from peek2.bpe.vocab import pair_table, utf8_tokens
 from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec

@@ -12,7 +12,7 @@ to 2 MB boundaries, so the memory next to it may be backed by huge pages too: at
 resident memory at each end.
 
 Measured (process time of an encode of 300K characters, Llama-3, piece cache emptied first):
-before the merge filter (``peek2.bpe.merger.MergeTable``), in 6 alternating processes a side, best
+before the merge filter (``peek2.bpe.merge_table.MergeTable``), in 6 alternating processes a side, best
 of 7 each: XNLI -7%, Chinese -9%, 6,000 XNLI sentences -5%, English unchanged. With it, two
 tokenizers in one process alternated 20 times (median of the paired ratios): XNLI, sentences
 and English -2 to -3%, Chinese -1%. Loading takes ~60 ms more (collapsing 16-20 MB for Llama-3).

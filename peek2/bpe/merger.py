@@ -4,7 +4,7 @@ Compiled with mypyc; keep to primitive types and native classes; see "Performanc
 
 For each piece from the Peek2 scanner (``peek2.pretokenize.scanner.piece_end``, called directly:
 same compilation unit), in order:
-1. a piece seen recently comes from the ``PieceCache`` (at most ``cache_size`` pieces of at
+1. a piece seen recently comes from the ``PieceCache`` (``peek2.bpe.piece_cache``: at most ``cache_size`` pieces of at
    most ``CACHE_MAX_CHARS`` characters; emptied when full), found by a key computed from
    the text in place, so a hit allocates nothing (a short piece's key is the piece itself,
    so most hits compare nothing either);
@@ -23,11 +23,12 @@ same compilation unit), in order:
 The ids of a text are gathered in a native buffer and handed out as one list made at its final
 size, of shared int objects (``shared_ints``).
 
-Merges are stored in a ``MergeTable`` (open addressing in a packed array): key
+Merges are stored in a ``MergeTable`` (``peek2.bpe.merge_table``: open addressing in a packed array): key
 ``left * PAIR_STRIDE + right``, value ``rank << ID_BITS | merged_id``; comparing values
 compares ranks.
 
-Performance notes (scripts/bench_encode.py, compiled):
+Performance notes (scripts/bench_encode.py, compiled; of the engine as a whole, so the piece
+cache's keys and the merge table's filter and final pairs are measured here too):
 - The cache is looked up first, before the whole-token dict: a lookup in the 128k-entry
   vocabulary costs about as much as scanning the piece (cache misses in a 4 MB table),
   one in a cache of the few thousand recent pieces half that (XNLI en, 60 vs 100 MB/s
@@ -46,10 +47,10 @@ Performance notes (scripts/bench_encode.py, compiled):
   Pieces of 8 ASCII code points (6.5% of English pieces, a third of those longer than 7; o200k's
   " however") are packed 7 bits each: o200k English (300K characters, cold, callgrind)
   instructions -2.1%, data reads -3.5%.
-  The same keys of an ASCII piece are made from bytes, 8 at a time (``_ascii_key``): ``_run`` takes
+  The same keys of an ASCII piece are made from bytes, 8 at a time (``ascii_key``): ``_run`` takes
   the text's ASCII bytes once (a whole text, or windows of ``ASCII_WINDOW`` code points of a
   longer one that is not ASCII), because mypyc's ``ord(text[k])`` works out the str's kind and
-  data pointer again at each code point (the loop's loads stall on it: a third of ``_piece_key``'s
+  data pointer again at each code point (the loop's loads stall on it: a third of ``piece_key``'s
   samples). o200k English (300K characters, cold, callgrind): instructions 51.2M -> 43.4M (-15%);
   texts of other scripts pay the windows' tests and the longer loop: XNLI +1.6%, 6,000 XNLI
   sentences one by one +1% (their fifth that is ASCII gains); ``python scripts/bench_families.py``,
@@ -93,7 +94,7 @@ Performance notes (scripts/bench_encode.py, compiled):
   of minima (O(log n) a merge) was worse: the walk to the root is a loop per merge, and CJK
   instructions rose 356M -> 593M, mispredictions 3.0M -> 6.9M (200K characters): not kept.
 - setup.py compiles with ``-fno-semantic-interposition`` (Linux): without it GCC called every
-  function of this module through the PLT and inlined none (``_cache_slot``); with it, under
+  function of this module through the PLT and inlined none (``cache_slot``); with it, under
   callgrind, English, XNLI and CJK run 4-7% fewer estimated cycles.
 - ``_pair_value``'s direct-mapped cache of 16,384 recent pairs (256 KB) in front of the 4 MB
   merge table, with the merged id in the cached value (no ``merged[rank]`` access on a hit):
@@ -227,33 +228,15 @@ from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
 from peek2.pretokenize.scanner import piece_end, surrogate_error
+from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, MergeTable, filter_word_bits, fold_key
+from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
 
-ID_BITS: Final = 20  # vocabularies up to 1,048,576 ids
-ID_MASK: Final = (1 << ID_BITS) - 1
-RANK_BITS: Final = 20  # up to 1,048,575 merges
-RANK_MASK: Final = (1 << RANK_BITS) - 1
-# Pair key = left * PAIR_STRIDE + right. Not ``left << ID_BITS | right``: an int hashes to
-# itself, so that key's low bits are ``right`` alone, and every pair ending in the same token
-# probes the same dict slots (measured: 16 us per CJK piece instead of 1).
-PAIR_STRIDE: Final = 1_048_583  # a prime above 1 << ID_BITS
 POS_MASK: Final = 0xFFFFFFFF
 HEAP_MIN_BYTES: Final = 256
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
-NO_MERGE: Final = 1 << 60  # above every merge value, and a tagged (unboxed) int
-CACHE_MAX_CHARS: Final = 128
-EXACT_KEY: Final = 1 << 61  # _piece_key: keys from here up are the piece itself (a short int: no boxing)
-BLOCK_KEY: Final = 1 << 62  # _block_piece_key's packing (keys stay i64: never boxed)
-HASHED_KEY: Final = 1 << 60  # _hashed_key: the hash, the length and the packing below it
-HASH_MASK: Final = (1 << 52) - 1
-KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
 ASCII_WINDOW: Final = 4096  # _run: code points a window of the text checked for ASCII (see _ascii_window)
 ASCII_PROBE: Final = 64  # ... of which these first
-MAX_CACHE_SIZE: Final = 1 << 22  # PieceCache: pieces at most (up to 2.3 GB if every one is long and rare)
-INITIAL_CACHE_SLOTS: Final = 1 << 10  # PieceCache: slots at first (16 KB), doubled as pieces come
-MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: ids and words, 64 a piece of its size on average ...
-MULTI_WORDS_MAX: Final = 1 << 23  # ... and 64 MB at most, whatever its size
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
-FILTER_WORDS: Final = 1 << 15  # MergeTable's filter: 256 KB, 7.5 bits a merge for Llama-3
 TOKEN_FILTER_WORDS: Final = 1 << 14  # the vocabulary's filter (ignore_merges): 128 KB
 OUT_IDS_KEPT: Final = 1 << 20  # a larger ids buffer (8 MB) is dropped after the call
 FRESH_INTS_MAX_IDS: Final = 4096  # encode_list: a list of at most this many ids ...
@@ -299,371 +282,6 @@ def shared_ints(count: int) -> tuple[Any, ...]:
     return ints
 
 
-class MergeTable:
-    """Pair key -> merge value (``rank << ID_BITS | merged_id``), as open addressing in a packed array,
-    behind a filter of the pairs that merge (``filter``: two bits a pair, see ``_pair_value``).
-
-    A dict of 280k int keys costs 200-460 ns per lookup here (three dependent cache misses:
-    slot, key object, value object). Here slot ``s`` is ``table[2s]``, ``key = left * PAIR_STRIDE
-    + right + 1`` (0 is empty), and ``table[2s + 1]``, the value: 2**19 slots of 16 bytes (8 MB)
-    for Llama-3's 280k merges, one cache line per lookup (see the performance notes).
-    """
-
-    def __init__(self, pair_keys: list[int], pair_values: list[int], filter_words: int = FILTER_WORDS) -> None:
-        # The filter: two bits a pair in one of filter_words 64-bit words (0: every pair passes,
-        # for measuring without it).
-        words: i64 = 1
-        while words < filter_words:
-            words *= 2
-        pair_filter = vec[i64]([0] * words)
-        if filter_words == 0:
-            pair_filter[0] = -1  # every pair passes
-        else:
-            for pair_key in pair_keys:
-                word, bits = _filter_word_bits(pair_key + 1, words - 1)
-                pair_filter[word] |= bits
-        self.filter: Final = pair_filter
-        self.filter_mask: Final[i64] = words - 1
-        slots: i64 = 1
-        while 2 * slots < 3 * len(pair_keys) + 2:  # load factor at most 2/3
-            slots *= 2
-        self.mask: Final[i64] = slots - 1
-        mask: i64 = slots - 1
-        table = vec[i64]([0] * (2 * slots))
-        ranks = 1 + max([value >> ID_BITS for value in pair_values], default=0)
-        if ranks > RANK_MASK:
-            raise ValueError(f"{ranks} merges: at most {RANK_MASK} are supported")
-        top: i64 = 0
-        for k in range(len(pair_keys)):
-            key: i64 = pair_keys[k] + 1
-            value: i64 = pair_values[k]
-            top = max(top, value & ID_MASK)
-            slot = _slot(key, mask)
-            while table[2 * slot] != 0 and table[2 * slot] != key:
-                slot = (slot + 1) & mask
-            table[2 * slot] = key
-            table[2 * slot + 1] = value
-        self.table: Final = table
-        self.top_id: Final = top  # the largest merged id
-
-    def get(self, pair_key: i64) -> i64:
-        """The merge value of a pair, or NO_MERGE."""
-        table = self.table
-        mask = self.mask
-        key = pair_key + 1
-        slot = _slot(key, mask)
-        while True:
-            found = table[2 * slot]
-            if found == key:
-                return table[2 * slot + 1]
-            if found == 0:
-                return NO_MERGE
-            slot = (slot + 1) & mask
-
-
-def final_pairs(
-    merges: MergeTable,
-    pair_keys: list[int],
-    pair_values: list[int],
-    vocab: dict[bytes, int],
-    byte_ids: list[int],
-    unmerged: list[int] | None = None,
-) -> tuple[list[int], list[int]]:
-    """The pairs of ``merges`` that byte-pair merging can apply (as ``pair_keys`` and ``pair_values``,
-    in their order): of the pairs that make one token, only the last merge of that token's own
-    bytes merged alone (none, if they do not merge into it). ``byte_ids``: 256 distinct tokens.
-
-    With ``unmerged`` (a list), the same pass appends to it the tokens of more than one byte whose
-    bytes, merged alone, do not end as that token (588 in Llama-3.2's file, 2 in GPT-4o's, none in
-    the other files of shared/data). A piece that is any other token needs no merging; the
-    whole-token lookup of ``BytePairEncoder`` (without ``ignore_merges``) leaves these out. (A pass
-    of its own, over the smaller table, merged every token alone a second time: 78 ms of
-    Llama-3.2's uncached load of 870 ms; here it adds 21-46 ms to final_pairs' 58-62 ms.)
-
-    Why that is exact: where merging makes token ``t`` out of a span of a longer piece, every merge
-    of a symbol inside the span stayed inside it (symbols only grow, and the span ends as one
-    symbol), so each of those merges was of the lowest pair in rank, then leftmost, among the pairs
-    inside the span when it ran: they are the merges of ``t``'s bytes alone, in the same order, and
-    the last, which makes ``t``, is always the same pair. HuggingFace's Llama-3 files list every
-    two-token split of each token (280K merges for 128K tokens), as ``converter_merges`` does for
-    tiktoken's rank files (446K pairs for o200k); see the performance notes for what the smaller
-    table saves. (So a pair left out is never the lowest when merging anything: the whole table
-    and the smaller one merge every piece alike, ``unmerged`` included.)
-    """
-    makers = vec[i64]([0] * (merges.top_id + 1))  # merged id -> the number of pairs that make it
-    for value in pair_values:
-        makers[value & ID_MASK] += 1
-    final = vec[i64]([-1] * (merges.top_id + 1))  # merged id made by several pairs -> its final pair's key
-    scratch = MergeAlone()
-    census = unmerged is not None
-    for data, token_id in vocab.items():
-        several = token_id <= merges.top_id and makers[token_id] >= 2
-        if not several and not (census and len(data) > 1):
-            continue
-        merged = _merge_alone(data, byte_ids, merges, scratch)
-        if several and merged == token_id:
-            final[token_id] = scratch.last
-        if unmerged is not None and len(data) > 1 and merged != token_id:
-            unmerged.append(token_id)
-    keys: list[int] = []
-    values: list[int] = []
-    for k in range(len(pair_keys)):
-        key: i64 = pair_keys[k]
-        value = pair_values[k]
-        merged_id: i64 = value & ID_MASK
-        if makers[merged_id] < 2 or final[merged_id] == key:
-            keys.append(key)
-            values.append(value)
-    return keys, values
-
-
-class MergeAlone:
-    """Scratch of ``_merge_alone``: its symbols and their pairs' values, and the key of the last
-    pair it merged."""
-
-    def __init__(self) -> None:
-        self.parts = vec[i64]([0] * 64)
-        self.values = vec[i64]([0] * 64)
-        self.last: i64 = -1
-
-
-def _merge_alone(data: bytes, byte_ids: list[int], merges: MergeTable, scratch: MergeAlone) -> i64:
-    """Merge ``data`` alone the plain way (rescanning for the lowest value, leftmost first): the one
-    token it ends as, or -1 if it ends as several; ``scratch.last``: the last pair merged. For
-    tables built at load time (``final_pairs``), not for encoding.
-
-    Each pair's value is looked up once and kept (``scratch.values``): a merge looks up only the
-    two pairs it changed, where a rescan looked up every pair again (the 128K tokens of Llama-3.2:
-    4.0M -> 2.1M lookups into an 8 MB table).
-    """
-    count: i64 = len(data)
-    if count > len(scratch.parts):
-        scratch.parts = vec[i64]([0] * count)
-        scratch.values = vec[i64]([0] * count)
-    parts = scratch.parts
-    values = scratch.values
-    for k in range(count):
-        parts[k] = byte_ids[data[k]]
-    for k in range(count - 1):
-        values[k] = merges.get(parts[k] * PAIR_STRIDE + parts[k + 1])
-    last: i64 = -1
-    while count > 1:
-        best: i64 = NO_MERGE
-        at: i64 = -1
-        for k in range(count - 1):
-            if values[k] < best:
-                best = values[k]
-                at = k
-        if at < 0:
-            break
-        last = parts[at] * PAIR_STRIDE + parts[at + 1]
-        parts[at] = best & ID_MASK
-        for k in range(at + 1, count - 1):
-            parts[k] = parts[k + 1]
-            values[k] = values[k + 1]
-        count -= 1
-        if at > 0:
-            values[at - 1] = merges.get(parts[at - 1] * PAIR_STRIDE + parts[at])
-        if at + 1 < count:
-            values[at] = merges.get(parts[at] * PAIR_STRIDE + parts[at + 1])
-    scratch.last = last
-    if count == 1:
-        return parts[0]
-    return -1
-
-
-def _filter_word_bits(key: i64, mask: i64) -> tuple[i64, i64]:
-    """The filter word of pair ``key`` and its two bits (``_pair_value`` writes this out)."""
-    h = _filter_hash(key)
-    return (h >> 32) & mask, _bit((h >> 20) & 63) | _bit((h >> 26) & 63)
-
-
-def _filter_hash(key: i64) -> i64:
-    """A hash of ``key`` (below 2**41) whose bits 20 to 46 are well mixed, with no i64 overflow.
-
-    Pair keys are far from random (one left token with many right ones): a single multiply let
-    20% of the non-merging pairs met in text through the merge filter, this 5.6% (the rate of
-    random keys). (``_pair_value`` writes this out.)
-    """
-    mixed = (key & 0x1FFFFF) * 0x9E3779B1 + (key >> 21) * 0x7FEB352D  # below 2**54
-    mixed = (mixed ^ (mixed >> 29)) & 0xFFFFFFFF
-    return mixed * 0x4F1BBCDD  # below 2**63
-
-
-def _fold(key: i64) -> i64:
-    """A piece key (below 2**63) folded to 41 bits for ``_filter_word_bits``."""
-    return (key ^ (key >> 22) ^ (key >> 44)) & ((1 << 41) - 1)
-
-
-def _bit(position: i64) -> i64:
-    """The i64 with only bit ``position`` (0 to 63) set; bit 63 is the sign."""
-    return BITS[position]
-
-
-# (Made from Python ints: mypyc compiles ``x << position`` of an i64 x set to 1 as a C int shift.)
-BITS: Final = vec[i64]([1 << k for k in range(63)] + [-(1 << 63)])
-
-
-def _slot(key: i64, mask: i64) -> i64:
-    # Multiplicative mixing; key < 2**41 and the factor < 2**21 keep the product in range.
-    # (_pair_value writes the same expression out.)
-    return ((key * 1_000_003) >> 11) & mask
-
-
-class PieceCache:
-    """Recent pieces -> their ids, looked up straight from the text: no slice, no str hash on a hit.
-
-    Open addressing over one packed array of pairs: ``entries[2s]`` is the key of the piece in
-    slot ``s`` (0 = empty) and ``entries[2s + 1]`` its value: the id of a one-token piece, or
-    ``-1 - k`` where ``multi[k]`` is the number of ids and the ids follow it. Hash and value
-    share a cache line; no list per piece (fewer objects for the garbage collector to visit).
-    A hashed key (below EXACT_KEY) always has its ids in ``multi``, followed by the piece's
-    code points packed into words (``_hashed_key``), to compare against. At most ``size``
-    pieces (half the slots), and ``multi`` at most ``MULTI_WORDS_PER_PIECE`` words a piece on
-    average and ``MULTI_WORDS_MAX`` in all (plus the last piece's): when either is full it is emptied.
-    """
-
-    def __init__(self, size: int, full: bool = False) -> None:
-        if size > MAX_CACHE_SIZE:
-            raise ValueError(f"cache_size {size} is above the largest supported, {MAX_CACHE_SIZE} pieces")
-        slots: i64 = 2
-        while slots < 2 * size:
-            slots *= 2
-        self.size: Final[i64] = size
-        # The slots grow as the cache fills (doubled, rehashed), up to the size's: a large
-        # cache_size costs memory only when that many pieces come (10**8 allocated 4.3 GB at load).
-        # ``full``: all of them at once (the vocabulary's tokens: their number is known).
-        self.max_slots: Final[i64] = slots
-        start: i64 = slots if slots < INITIAL_CACHE_SLOTS or full else INITIAL_CACHE_SLOTS
-        self.mask: i64 = start - 1
-        self.entries = vec[i64]([0] * (2 * start))
-        self.multi = vec[i64]()
-        # Pieces of 128 rare characters take 600 words each; ordinary ones 2-10.
-        self.multi_limit: Final[i64] = min(MULTI_WORDS_PER_PIECE * size, MULTI_WORDS_MAX)
-        self.count: i64 = 0
-
-    def clear(self) -> None:
-        """Forget every piece."""
-        if self.count:
-            entries = self.entries
-            for k in range(len(entries)):
-                entries[k] = 0
-            self.multi = vec[i64]()
-            self.count = 0
-
-    def holds(self, value: i64, key: i64, words: vec[i64]) -> bool:
-        """True when the hashed piece stored with ``value`` is the one packed in ``words``.
-
-        ``key`` is equal to the stored key, so the lengths and packings are equal already.
-        """
-        multi = self.multi
-        at = -value + multi[-1 - value]  # after the ids: -1 - value + 1 + size
-        for k in range(_word_count(key)):
-            if multi[at + k] != words[k]:
-                return False
-        return True
-
-    def find(self, key: i64, words: vec[i64]) -> i64:
-        """The slot of the piece whose ``_piece_key`` is ``key`` (filling ``words``), or -1."""
-        mask = self.mask
-        entries = self.entries
-        slot = _cache_slot(key, mask)
-        stored = entries[2 * slot]
-        while stored != 0:
-            if stored == key and (key >= EXACT_KEY or self.holds(entries[2 * slot + 1], key, words)):
-                return slot
-            slot = (slot + 1) & mask
-            stored = entries[2 * slot]
-        return -1
-
-    def first_id(self, slot: i64) -> i64:
-        """The first id of the piece in ``slot`` (the id of a one-token piece)."""
-        value = self.entries[2 * slot + 1]
-        return value if value >= 0 else self.multi[-value]  # after the size at -1 - value
-
-    def add(self, key: i64, words: vec[i64], ids: vec[i64], size: i64) -> None:
-        """Remember ``ids[:size]`` for the piece whose ``_piece_key`` is ``key`` (filling ``words``)."""
-        if self.count >= self.size or len(self.multi) >= self.multi_limit:
-            if self.size == 0:
-                return
-            self.clear()
-        if 2 * (self.count + 1) > self.mask + 1 and self.mask + 1 < self.max_slots:
-            self._grow()
-        mask = self.mask
-        entries = self.entries
-        slot = _cache_slot(key, mask)
-        while entries[2 * slot] != 0:
-            slot = (slot + 1) & mask
-        entries[2 * slot] = key
-        if size == 1 and key >= EXACT_KEY:
-            entries[2 * slot + 1] = ids[0]
-        else:
-            multi = self.multi
-            entries[2 * slot + 1] = -1 - len(multi)
-            multi = append(multi, size)
-            for k in range(size):
-                multi = append(multi, ids[k])
-            if key < EXACT_KEY:
-                for k in range(_word_count(key)):
-                    multi = append(multi, words[k])
-            self.multi = multi
-        self.count += 1
-
-    def _grow(self) -> None:
-        """Twice the slots, every piece in its new slot (the values, offsets in ``multi``, stay)."""
-        old = self.entries
-        slots: i64 = len(old)  # = 2 * (the old number of slots)
-        mask: i64 = slots - 1
-        entries = vec[i64]([0] * (2 * slots))
-        for k in range(0, len(old), 2):
-            key = old[k]
-            if key != 0:
-                slot = _cache_slot(key, mask)
-                while entries[2 * slot] != 0:
-                    slot = (slot + 1) & mask
-                entries[2 * slot] = key
-                entries[2 * slot + 1] = old[k + 1]
-        self.entries = entries
-        self.mask = mask
-
-    def size_of(self, value: i64) -> i64:
-        """How many ids the cached ``value`` stands for."""
-        if value >= 0:
-            return 1
-        return self.multi[-1 - value]
-
-    def copy_ids(self, value: i64, dest: vec[i64], at: i64) -> None:
-        """Write the ids of a cached multi-token ``value`` to ``dest[at:]`` (room checked by the caller)."""
-        multi = self.multi
-        first: i64 = -value  # after the size at -1 - value
-        for k in range(multi[first - 1]):
-            dest[at + k] = multi[first + k]
-
-
-def _piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
-    """A non-zero key of text[start:end], computed in place.
-
-    A short piece's key is its code points packed (at least EXACT_KEY): equal keys mean equal
-    pieces, no comparison needed. Up to 7 code points below 256, 8 below 128, 3 below 65,536 or
-    2 of any value fit in 56 bits, and 4 to 7 of one script in 58 (``_block_piece_key``); the kind of
-    packing and the length are in the key too, so two packings never meet. Any other piece gets
-    a hash (below EXACT_KEY, ``_hashed_key``) and its code points packed into ``words``, for
-    ``PieceCache`` to compare. The usual piece (up to 7 code points below 256) is read once, in
-    the loop that packs it (see the performance notes).
-    """
-    n = end - start
-    if n <= 7:
-        packed = _packed_code_points(text, start, end, 256, 8)
-        if packed < 0:
-            return _wide_piece_key(text, start, end, words)
-        return packed | (1 << 59) | (n << 56) | EXACT_KEY
-    if n == 8:  # 8 ASCII code points, 7 bits each: packing 0 and length 0 are theirs alone
-        packed = _packed_code_points(text, start, end, 128, 7)
-        if packed >= 0:
-            return packed | EXACT_KEY
-    return _hashed_key(text, start, end, words)
-
-
 def _ascii_window(text: str, start: i64, end: i64) -> bytes:
     """text[start:end] as bytes if it is ASCII, else empty.
 
@@ -675,164 +293,6 @@ def _ascii_window(text: str, start: i64, end: i64) -> bytes:
     if _is_ascii(part):
         return part.encode("ascii")
     return b""
-
-
-def _ascii_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
-    """``_piece_key`` of the ASCII piece data[at:at + n] (1 <= n <= CACHE_MAX_CHARS, at + n + 8
-    <= len(data)): its code points are its bytes, read eight at a time."""
-    # The bytes past the piece are shifted out (up, then down: its last byte is below 128, so the
-    # sign stays 0), not masked: mypyc folds a mask's ``-1 << bits`` into a C int shift.
-    if n <= 7:
-        unused = 64 - 8 * n
-        packed = (read_i64_le(data, at) << unused) >> unused
-        return packed | (1 << 59) | (n << 56) | EXACT_KEY
-    if n == 8:  # 7 bits each: the bytes' low bits moved together, pairs, then fours, then all
-        w = read_i64_le(data, at)
-        w = (w & 0x007F007F007F007F) | ((w & 0x7F007F007F007F00) >> 1)
-        w = (w & 0x00003FFF00003FFF) | ((w & 0x3FFF00003FFF0000) >> 2)
-        return (w & 0x0FFFFFFF) | ((w >> 4) & 0x00FFFFFFF0000000) | EXACT_KEY
-    return _ascii_hashed_key(data, at, n, words)
-
-
-def _ascii_hashed_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
-    """``_ascii_key`` of a piece of 9 code points or more: ``_hashed_key``'s words and hash (8 bits
-    a code point, 7 a word)."""
-    h: i64 = 0
-    count: i64 = 0
-    k: i64 = 0
-    while k < n:
-        word = read_i64_le(data, at + k) & 0x00FFFFFFFFFFFFFF
-        if n - k < 7:
-            unused = 64 - 8 * (n - k)
-            word = (word << unused) >> unused
-        words[count] = word
-        count += 1
-        h = ((h * 31) ^ word ^ (word >> 23)) & HASH_MASK
-        k += 7
-    return h | ((n - 1) << 52) | HASHED_KEY
-
-
-def _packed_code_points(text: str, start: i64, end: i64, below: i64, bits: i64) -> i64:
-    """The code points of text[start:end] packed ``bits`` each from bit 0, or -1 if one is not
-    below ``below``."""
-    packed: i64 = 0
-    shift: i64 = 0
-    for k in range(start, end):
-        c: i64 = ord(text[k])
-        if c >= below:
-            return -1
-        packed |= c << shift
-        shift += bits
-    return packed
-
-
-def _wide_piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
-    """``_piece_key`` of a piece that is longer than 7 code points or has one above 255."""
-    n = end - start
-    if n >= 4:
-        if n <= 7:
-            key = _block_piece_key(text, start, end)
-            if key:
-                return key
-    else:
-        packed16: i64 = 0  # 16 bits a code point (used if all are below 65,536)
-        packed21: i64 = 0  # 21 bits (used if there are at most 2)
-        top: i64 = 0
-        shift: i64 = 0
-        for k in range(start, end):
-            c: i64 = ord(text[k])
-            top |= c
-            packed16 |= (c & 0xFFFF) << (shift * 16)
-            packed21 |= c << (shift * 21)
-            shift += 1
-        if top < 65_536:
-            return packed16 | (2 << 59) | (n << 56) | EXACT_KEY
-        if n <= 2:
-            return packed21 | (3 << 59) | (n << 56) | EXACT_KEY
-    return _hashed_key(text, start, end, words)
-
-
-def _hashed_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
-    """The key of a piece no packing fits, with its code points packed into ``words``.
-
-    7 code points a word when all are below 256, else 3 (21 bits each); ``_word_count(key)``
-    words. The key holds a 52-bit hash of the words, the length and the packing, so that equal
-    keys mean pieces of equal length and packing: comparing the words then compares the pieces
-    (a few integer comparisons instead of one per code point: see the performance notes).
-    """
-    h = _pack_words(text, start, end, words, 8, 56)
-    if h < 0:  # a code point above 255
-        h = _pack_words(text, start, end, words, 21, 63) | (1 << 59)
-    return h | ((end - start - 1) << 52) | HASHED_KEY
-
-
-def _pack_words(text: str, start: i64, end: i64, words: vec[i64], bits: i64, full: i64) -> i64:
-    """Pack text[start:end] ``bits`` a code point into words of ``full`` bits; their hash, or -1
-    if a code point needs more bits."""
-    h: i64 = 0
-    word: i64 = 0
-    shift: i64 = 0
-    count: i64 = 0
-    for k in range(start, end):
-        c: i64 = ord(text[k])
-        if c >> bits:
-            return -1
-        word |= c << shift
-        shift += bits
-        if shift == full:
-            words[count] = word
-            count += 1
-            h = ((h * 31) ^ word ^ (word >> 23)) & HASH_MASK
-            word = 0
-            shift = 0
-    if shift:
-        words[count] = word
-        h = ((h * 31) ^ word ^ (word >> 23)) & HASH_MASK
-    return h
-
-
-def _word_count(key: i64) -> i64:
-    """How many words ``_hashed_key`` packed the piece of ``key`` into."""
-    n = ((key >> 52) & 127) + 1
-    if key & (1 << 59):
-        return (n + 2) // 3
-    return (n + 6) // 7
-
-
-def _block_piece_key(text: str, start: i64, end: i64) -> i64:
-    """The exact key of a piece of 4 to 7 code points in one block of 128 below 65,536, or 0.
-
-    The first code point may instead be ASCII (" слово", "'का"). A word of one script is
-    usually such a piece (Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai): on XNLI, 60% of
-    the pieces that had to be hashed, and all but 18 of those of 4 to 7 code points. 58 bits: the first
-    code point in 8 (a flag for ASCII, 7 bits of it or of its offset in the block), the
-    others' offsets in 7 each, the block in 9, ``n - 4`` in 2; bit 62 sets these keys apart
-    from the other packings (below 1 << 62) and from hashes.
-    """
-    block: i64 = ord(text[start + 1]) >> 7
-    if block >= 512:
-        return 0
-    first: i64 = ord(text[start])
-    head: i64 = first | 128
-    if first >= 128:
-        if first >> 7 != block:
-            return 0
-        head = first & 127
-    packed: i64 = 0
-    shift: i64 = 8
-    for k in range(start + 1, end):
-        c: i64 = ord(text[k])
-        if c >> 7 != block:
-            return 0
-        packed |= (c & 127) << shift
-        shift += 7
-    return head | packed | (block << 50) | ((end - start - 4) << 59) | BLOCK_KEY
-
-
-def _cache_slot(key: i64, mask: i64) -> i64:
-    """The home slot of a ``_piece_key`` in a table of ``mask + 1`` slots."""
-    mixed = key ^ (key >> 28) ^ (key >> 45)
-    return (((mixed & 0xFFFFFFF) * 0x9E3779B1) >> 20) & mask  # product below 2**60
 
 
 class CodePointPairs:
@@ -975,7 +435,7 @@ class BytePairEncoder:
             left_out = set(not_self_merging)
         self.token_lookup: Final = ignore_merges or not_self_merging is not None
         tokens = PieceCache(len(whole_tokens) if self.token_lookup else 0, True)
-        self.key_words: Final = vec[i64]([0] * KEY_WORDS)  # the words of the last _piece_key
+        self.key_words: Final = vec[i64]([0] * KEY_WORDS)  # the words of the last piece_key
         words = self.key_words
         # The tokens' filter, like MergeTable's: most pieces looked up are not tokens.
         filter_words: i64 = TOKEN_FILTER_WORDS if self.token_lookup else 1
@@ -983,9 +443,9 @@ class BytePairEncoder:
         if self.token_lookup:
             for token, token_id in whole_tokens.items():
                 if 0 < len(token) <= CACHE_MAX_CHARS and (left_out is None or token_id not in left_out):
-                    key = _piece_key(token, 0, len(token), words)
+                    key = piece_key(token, 0, len(token), words)
                     tokens.add(key, words, vec[i64]([token_id]), 1)
-                    word, bits = _filter_word_bits(_fold(key), filter_words - 1)
+                    word, bits = filter_word_bits(fold_key(key), filter_words - 1)
                     token_filter[word] |= bits
         self.tokens: Final = tokens
         self.token_filter: Final = token_filter
@@ -1133,7 +593,7 @@ class BytePairEncoder:
         i: i64 = 0
         count: i64 = 0
         # Windows of the text: the ASCII bytes of the one at window_start (empty if it is not
-        # ASCII), whose pieces ending by ascii_end are keyed from them (_ascii_key). A whole text
+        # ASCII), whose pieces ending by ascii_end are keyed from them (ascii_key). A whole text
         # is one window; a longer one that is not ASCII is tested ASCII_WINDOW code points at a time.
         window = b""
         window_start: i64 = 0
@@ -1154,15 +614,15 @@ class BytePairEncoder:
                     window = _ascii_window(text, i, window_end)
                     ascii_end = window_start + len(window) - 8
                 if end <= ascii_end:
-                    key = _ascii_key(window, i - window_start, end - i, words)
+                    key = ascii_key(window, i - window_start, end - i, words)
                 else:
-                    key = _piece_key(text, i, end, words)
+                    key = piece_key(text, i, end, words)
             value: i64 = -1
             found = False
             if key != 0:
                 entries = cache.entries  # (both read again per piece: an add may have grown them)
                 mask = cache.mask
-                slot = _cache_slot(key, mask)
+                slot = cache_slot(key, mask)
                 stored = entries[2 * slot]
                 while stored != 0:
                     if stored == key and (key >= EXACT_KEY or cache.holds(entries[2 * slot + 1], key, words)):
@@ -1213,7 +673,7 @@ class BytePairEncoder:
                 tokens = self.tokens
                 slot = -1
                 token_filter = self.token_filter
-                word, bits = _filter_word_bits(_fold(key), len(token_filter) - 1)
+                word, bits = filter_word_bits(fold_key(key), len(token_filter) - 1)
                 if token_filter[word] & bits == bits:
                     slot = tokens.find(key, self.key_words)
                 if slot >= 0:

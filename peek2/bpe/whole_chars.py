@@ -66,11 +66,8 @@ from librt.strings import read_i32_le
 from librt.vecs import vec
 from mypy_extensions import i64
 
+from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, MergeTable
 from peek2.bpe.merger import (
-    ID_BITS,
-    ID_MASK,
-    NO_MERGE,
-    PAIR_STRIDE,
     WHOLE_CHARS,
     WHOLE_NOT_AFTER_ASCII,
     WHOLE_NOT_AFTER_LISTED,
@@ -79,7 +76,6 @@ from peek2.bpe.merger import (
     WHOLE_BLOCKS,
     WHOLE_NOT_BEFORE_BLOCK,
     WHOLE_NOT_BEFORE_LISTED,
-    MergeTable,
     WholeChars,
 )
 from peek2.spec import TokenizerSpec
@@ -118,7 +114,7 @@ def whole_chars(spec: TokenizerSpec, merges: MergeTable, byte_ids: list[int], me
                 candidates[token] = (token_id, highest)
                 by_id[token_id] = token
     # One pass over the merges that can apply (those ``merges`` holds at their rank: see
-    # ``peek2.bpe.merger.final_pairs``): the lowest rank of a merge involving each candidate's
+    # ``peek2.bpe.merge_table.final_pairs``): the lowest rank of a merge involving each candidate's
     # token (condition 1), and the merged tokens that start or end inside a character (condition 2).
     # By rank, from one sequential read of the table and the merges' ids, not a lookup of each
     # merge's bytes and pair (random reads of 8 MB: see the performance notes).
