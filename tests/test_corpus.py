@@ -532,7 +532,8 @@ def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: 
     linked subfolders were skipped and its hidden files read, "p/x" came before "p-q/x" (its glob
     puts it after); a folder without tokenizer.json said "tokenizer DIR: None"; input_bytes was
     off after a resumed .gz (read-ahead counted twice) and a byte short for Parquet; an empty list
-    of inputs wrote empty outputs; a broken link in a folder was a bare FileNotFoundError."""
+    of inputs wrote empty outputs; a broken link in a folder was a bare FileNotFoundError; an
+    eos_token that is no token was accepted where no end-of-text is written."""
     import gzip
 
     import pyarrow as pa
@@ -580,6 +581,8 @@ def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: 
         peek2.corpus.tokenize([], output=tmp_path / "none", **run)
     with pytest.raises(TypeError, match="not bytes"):
         peek2.corpus.tokenize(b"good.parquet", output=tmp_path / "none", **run)  # type: ignore[arg-type]
+    with pytest.raises(CorpusError, match="eos_token 'nope' is not a token of this tokenizer"):
+        peek2.corpus.tokenize(tmp_path / "in.parquet", output=tmp_path / "none", eos_token="nope", **run)
 
     # A .gz run stopped after its first checkpoint, resumed: every byte counted once.
     _mixed_corpus(tmp_path / "m.jsonl", 2000)
@@ -927,9 +930,32 @@ def test_progress_lines_summary_and_quiet(tmp_path: Path, data_dir: Path, corpus
 def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"text": "fine"}\n{"text": null}\n', encoding="utf-8")
-    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: row 1: column 'text' is null"):
+    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: \S*bad.jsonl:2: field 'text' is null, not a string"):
         peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", engine="ray", quiet=True)
     assert not list(tmp_path.glob("o_text_document.*")) and not (tmp_path / "o.peek2-work").exists()
+
+
+def test_ray_engine_reads_as_the_local_engine(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
+    """A bug hunt: on the ray engine a JSON line of 2.4 MB failed (pyarrow's JSON reader, 1 MB
+    blocks), two objects on one line were two documents, blank lines went uncounted, and Parquet
+    inputs hung (Ray's file listing asks a whole CPU, which the actors had taken)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tok = tokenizer_path(data_dir, LLAMA)
+    lines = [json.dumps({"text": "a"}), "", json.dumps({"text": "hello world " * 200_000}), "   ", json.dumps({"text": "end", "n": 1})]
+    (tmp_path / "long.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pq.write_table(pa.table({"text": [f"doc {k} " * (k % 5) for k in range(2000)]}), tmp_path / "rows.parquet", row_group_size=500)
+    for name, fmt in (("long.jsonl", "megatron"), ("rows.parquet", "parquet")):
+        options = {"format": fmt, "append_eos": True, "quiet": True}
+        local = peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "local" / fmt, workers=2, **options)
+        ray = peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "ray" / fmt, engine="ray", **options)
+        assert (ray.documents, ray.tokens, ray.blank_lines) == (local.documents, local.tokens, local.blank_lines)
+        assert local.blank_lines == (2 if fmt == "megatron" else 0)
+    assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "") and len(files_bytes(tmp_path / "local", "")) == 3
+    (tmp_path / "two.jsonl").write_text('{"text": "a"}\n{"text": "a"} {"text": "b"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: \S*two.jsonl:2: malformed JSON: Extra data"):
+        peek2.corpus.tokenize(tmp_path / "two.jsonl", tokenizer=tok, output=tmp_path / "two", engine="ray", quiet=True)
 
 
 def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:

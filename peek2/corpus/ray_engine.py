@@ -1,14 +1,19 @@
 """``peek2 tokenize --engine ray``: read and tokenize on a Ray cluster, write here.
 
 Uncompressed JSONL is cut into byte ranges of ``RANGE_BYTES`` ending after a newline, and each
-``TokenizeRanges`` actor reads the ranges it gets and tokenizes them (``peek2.ray.TokenizeBatches``):
-the text never travels through Ray's object store, only the ids come back. Compressed JSONL
+``TokenizeRanges`` actor reads the ranges it gets and encodes them as the local engine's workers
+do (``peek2.corpus.documents.encode_unit``: the same JSON checks, errors naming file and line,
+blank lines counted): the text never travels through Ray's object store, only the ids come back.
+(pyarrow's JSON reader, used here before, failed on a line of 2 MB across its 1 MB blocks, read
+two objects on one line as two documents, refused duplicate keys and counted no blank line: a
+bug hunt.) Compressed JSONL
 (``read_json``) and Parquet (``read_parquet``) are read by Ray Data's read tasks, then tokenized by
 ``TokenizeBatches`` actors. This process writes the rows it gets back, in input order
 (``preserve_order``), with the local engine's writers: the files are the same as the local
 engine's. Resources: where Ray reads, its read tasks ask ``READ_CPUS`` (a quarter CPU) and the
-actors share the rest, so that reading always finds its CPU; with actors of one CPU each on every
-CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs. Resume and
+actors share all but ``READ_RESERVE`` (one CPU), so that reading always finds its CPU; with actors
+of one CPU each on every CPU of a small cluster, the reads wait for a CPU that never frees and the
+run hangs. Resume and
 ``skip_bad`` are the local engine's alone (the reads are Ray's).
 """
 
@@ -24,6 +29,11 @@ from peek2.corpus.inputs import CorpusInputError, Source
 from peek2.corpus.writers import Writer
 
 READ_CPUS = 0.25
+READ_RESERVE = 1.0
+"""CPUs the actors leave to Ray Data's reading: its read tasks ask ``READ_CPUS``, but Ray 2.60's
+Parquet reader first lists the files in a task of one whole CPU, which never ran beside actors
+that shared all but a quarter CPU (a bug hunt: Parquet inputs hung on a local Ray of 2 CPUs).
+Ray's CPUs are scheduling shares, not limits: the actors still use every core."""
 RANGE_BYTES = 16 << 20
 """The size of the byte ranges an uncompressed JSONL input is cut into: on 1 GB with a local Ray of
 2 CPUs, read by read tasks, 64 MB ranges took 36.6 s, 16 MB 34.3 s, one read_json task 40.8 s
@@ -73,13 +83,14 @@ def ray_batches(
             # Uncompressed files are cut into byte ranges after a newline: the actors read them
             # (TokenizeRanges), so that the text is not sent through the object store, the first
             # batches are tokenized while the rest is read, and a cluster's nodes share a large file.
-            ranges = [{"path": p, "start": a, "end": b} for p in paths for a, b in line_ranges(p, RANGE_BYTES)]
+            ranges = [{"source": k, "start": a, "end": b} for k, p in enumerate(paths) for a, b in line_ranges(p, RANGE_BYTES)]
             inputs = max(1, len(ranges))
             dataset = ray.data.from_items(ranges, override_num_blocks=inputs)
             callable_class: Any = TokenizeRanges
             reads = False
     else:
-        dataset = ray.data.read_parquet(paths, columns=[options.text_key], file_extensions=None, num_cpus=READ_CPUS)
+        # (select_columns, not columns=: Ray 2.60 deprecates it; the projection is pushed into the read)
+        dataset = ray.data.read_parquet(paths, file_extensions=None, num_cpus=READ_CPUS).select_columns([options.text_key])
         inputs = None
     if inputs is None:
         from peek2.ray import TokenizeBatches
@@ -89,18 +100,23 @@ def ray_batches(
     count = actors or max(1, int(cpus))
     if inputs is not None:
         count = min(count, inputs)  # (an actor with no range to tokenize would idle, and Ray warns)
-    tokenized = dataset.map_batches(
-        callable_class,
-        fn_constructor_kwargs={
+    arguments: dict[str, Any] = {"tokenizer": tokenizer_source, "options": options, "paths": paths}
+    if reads:
+        arguments = {
             "tokenizer": tokenizer_source,
             "text_key": options.text_key,
             "first_id": options.eos_id if options.format == "llmc" else -1,
             "last_id": options.eos_id if options.append_eos else -1,
             "add_special_tokens": options.add_special_tokens,
             "keep_columns": False,
-        },
-        compute=ray.data.ActorPoolStrategy(size=count),
-        num_cpus=max(0.05, (cpus - (READ_CPUS if reads else 0.0)) / count),
+        }
+    tokenized = dataset.map_batches(
+        callable_class,
+        fn_constructor_kwargs=arguments,
+        # (Where Ray reads, the blocks are Ray's: as few as one, for a small Parquet file. An
+        # actor pool of a fixed size above that warned that it could not be used.)
+        compute=ray.data.ActorPoolStrategy(size=count) if not reads else ray.data.ActorPoolStrategy(min_size=1, max_size=count),
+        num_cpus=max(0.05, (cpus - (READ_RESERVE if reads else 0.0)) / count),
         batch_format="pyarrow",
         batch_size=4096 if reads else 1,  # (a range a call: its lines are the batch)
     )
@@ -134,40 +150,70 @@ def line_ranges(path: str, size: int) -> list[tuple[int, int]]:
 
 
 class TokenizeRanges:
-    """A Ray actor that reads byte ranges of JSONL files (rows of ``path``, ``start``, ``end``) and
-    returns their ids, as ``peek2.ray.TokenizeBatches`` (same arguments) does for text rows."""
+    """A Ray actor that encodes byte ranges of JSONL files (rows of ``source``, ``start``, ``end``)
+    as the local engine's workers encode a unit; returns the documents' ids (``input_ids``) and,
+    where the ranges held blank lines, a last row without ids that counts them (``blank_lines``)."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, tokenizer: Any, options: Any, paths: list[str]) -> None:
         from peek2.ray import TokenizeBatches
 
-        self.tokenize = TokenizeBatches(**kwargs)
+        self.tokenizer = TokenizeBatches(tokenizer).tokenizer
+        self.options = options
+        self.paths = paths
 
     def __call__(self, batch: Any) -> Any:
-        return self.tokenize(read_ranges(batch, self.tokenize.text_key))
+        import pyarrow as pa
+
+        from peek2.corpus.documents import BadDocument, encode_unit
+        from peek2.corpus.inputs import Cursor, Unit
+
+        chunks: list[bytes] = []
+        lengths: list[Any] = []
+        blank = 0
+        columns = (batch.column("source").to_pylist(), batch.column("start").to_pylist(), batch.column("end").to_pylist())
+        for source, start, end in zip(*columns):
+            path = self.paths[source]
+            unit = Unit("jsonl", (path, start, end), source, 0, end - start, Cursor())
+            try:
+                result = encode_unit(unit, self.tokenizer, self.options, self.paths)
+            except BadDocument as error:  # (the local engine's message: the file and its line)
+                raise ValueError(f"{path}:{_line_at(path, start) + error.line - 1}: {error.reason}") from None
+            chunks.append(result.ids)
+            lengths.append(result.lengths)
+            blank += result.blank_lines
+        values = numpy.frombuffer(b"".join(chunks), dtype=numpy.uint16 if self.options.dtype == "uint16" else numpy.uint32)
+        counts = numpy.concatenate(lengths) if lengths else numpy.zeros(0, dtype=numpy.int64)
+        offsets = numpy.zeros(len(counts) + 1, dtype=numpy.int64)
+        numpy.cumsum(counts, out=offsets[1:])
+        ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values))
+        table = pa.table({"input_ids": ids, "blank_lines": pa.array(numpy.zeros(len(counts), dtype=numpy.int64))})
+        if blank:
+            counted = pa.table({"input_ids": pa.array([None], type=ids.type), "blank_lines": pa.array([blank], type=pa.int64())})
+            table = pa.concat_tables([table, counted])
+        return table
 
 
-def read_ranges(batch: Any, text_key: str) -> Any:
-    """The ``text_key`` column of the JSON lines in each byte range of ``batch`` (a Ray read step)."""
-    import io
-
-    import pyarrow as pa
-    import pyarrow.json as pajson
-
-    schema = pa.schema([(text_key, pa.string())])
-    parse = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    tables = []
-    columns = (batch.column("path").to_pylist(), batch.column("start").to_pylist(), batch.column("end").to_pylist())
-    for path, start, end in zip(*columns):
-        with open(path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read(end - start)
-        if data.strip():
-            tables.append(pajson.read_json(io.BytesIO(data), parse_options=parse))
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+def _line_at(path: str, offset: int) -> int:
+    """The line of ``path`` that byte ``offset`` starts (an error's line: read only then)."""
+    lines = 1
+    with open(path, "rb") as handle:
+        while offset > 0:
+            block = handle.read(min(offset, 1 << 20))
+            if not block:
+                break
+            lines += block.count(b"\n")
+            offset -= len(block)
+    return lines
 
 
 def write_batches(batches: Any, writer: Writer, dtype: str, progress: Any, stats: dict[str, int], options: Any) -> None:
     for batch in batches:
+        if "blank_lines" in batch.column_names:  # (TokenizeRanges': a row without ids counts them)
+            stats["blank_lines"] += int(numpy.sum(batch.column("blank_lines").to_numpy()))
+            if batch.column("input_ids").null_count:
+                batch = batch.filter(batch.column("input_ids").is_valid())
+        if batch.num_rows == 0:
+            continue
         column = batch.column("input_ids").combine_chunks()
         offsets = column.offsets.to_numpy()
         values = column.values.to_numpy()[offsets[0] : offsets[-1]]

@@ -31,14 +31,15 @@ import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import numpy
 from librt.strings import BytesWriter
 
+from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit
 from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
-from peek2.corpus.writers import WRITERS, Writer, fsync_path, publish, take_back, token_dtype
+from peek2.corpus.writers import WRITERS, Writer, publish, take_back, token_dtype
 from peek2.tokenizer import Tokenizer
 
 FORMATS = tuple(WRITERS)
@@ -46,7 +47,6 @@ UNIT_BYTES = 4 << 20
 DEFAULT_SHARD_SIZE = 10**8  # ids a llm.c shard (fineweb.py's default)
 EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "</s>", "<eos>")  # (DeepSeek's bars are fullwidth)
 MANIFEST_VERSION = 1
-JSON_SPACE = " \t\r\n"  # JSON's white space (RFC 8259), what may stand around a value
 # Options that decide the output: a resumed run must have the same ones.
 OUTPUT_OPTIONS = ("format", "text_key", "append_eos", "eos_id", "add_special_tokens", "shard_size", "unit_bytes", "dtype")
 
@@ -73,40 +73,8 @@ class RunStats:
     outputs: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Options:
-    format: str
-    text_key: str
-    append_eos: bool
-    eos_id: int
-    add_special_tokens: bool
-    shard_size: int
-    unit_bytes: int
-    dtype: str
-    skip_bad: bool
-    empty_length: int = 0  # the ids an empty document is written as (delimiters, special tokens)
-
-
-@dataclass
-class UnitResult:
-    ids: bytes
-    lengths: Any  # numpy int64, one a document written
-    rejects: list[tuple[int, int, str]]  # (source, line or row, reason)
-    blank_lines: int
-    newlines: int = 0  # JSONL: the newlines of the unit (where the next unit's lines start)
-
-
 class _DocumentError(CorpusInputError):
     """A document refused (file and line named): ``skip_bad`` goes past it."""
-
-
-class BadDocument(Exception):
-    """A document the worker refuses (without ``skip_bad``): where and why. The reading process
-    names it (``_location``): it knows where the unit's lines start, which the worker may not."""
-
-    def __init__(self, source: int, line: int, reason: str) -> None:
-        super().__init__(source, line, reason)
-        self.source, self.line, self.reason = source, line, reason
 
 
 # ==== Workers ====
@@ -136,126 +104,6 @@ def _init_worker(tokenizer: Tokenizer, options: Options, paths: list[str], paren
 def _encode_in_worker(unit: Unit) -> UnitResult:
     assert _worker is not None
     return encode_unit(unit, *_worker)
-
-
-def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[str]) -> UnitResult:
-    """Parse, check and encode the documents of one unit."""
-    texts: list[str] = []
-    where: list[tuple[int, int]] = []
-    rejects: list[tuple[int, int, str]] = []
-    blank = 0
-
-    def bad(source: int, line: int, reason: str) -> None:
-        if not options.skip_bad:
-            raise BadDocument(source, line, reason)
-        rejects.append((source, line, reason))
-
-    newlines = 0
-
-    if unit.kind == "jsonl":
-        payload = unit.payload
-        if not isinstance(payload, bytes):  # (path, start, end) in an uncompressed file
-            path, start, end = payload
-            try:
-                with open(path, "rb") as handle:
-                    handle.seek(start)
-                    payload = handle.read(end - start)
-            except OSError as error:
-                raise CorpusInputError(f"{path}: cannot read: {error.strerror or error}") from None
-            if len(payload) != end - start:
-                raise CorpusInputError(f"{path}: changed while it was read (shorter than before)")
-        lines = payload.split(b"\n")
-        newlines = len(lines) - 1
-        if payload.endswith(b"\n"):
-            lines.pop()
-        key = options.text_key
-        first_line = unit.line or 1  # (0: not counted by the reader, numbered from 1 here)
-        for k, raw in enumerate(lines):
-            line = first_line + k
-            try:
-                decoded = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                bad(unit.source, line, f"invalid UTF-8 (byte 0x{raw[error.start]:02X} at byte {error.start} of the line)")
-                continue
-            if not decoded.strip(JSON_SPACE):  # (JSON's white space only: a line of U+00A0 is malformed, not blank)
-                blank += 1
-                continue
-            try:
-                record = json.loads(decoded)
-            except ValueError as error:
-                bad(unit.source, line, f"malformed JSON: {error}")
-                continue
-            except RecursionError:
-                bad(unit.source, line, "malformed JSON: nested too deeply for Python's json")
-                continue
-            if not isinstance(record, dict):
-                bad(unit.source, line, f"a JSON {type(record).__name__}, not an object")
-                continue
-            if key not in record:
-                bad(unit.source, line, f"no field {key!r}")
-                continue
-            text = record[key]
-            if not isinstance(text, str):
-                bad(unit.source, line, f"field {key!r} is {'null' if text is None else type(text).__name__}, not a string")
-                continue
-            texts.append(text)
-            where.append((unit.source, line))
-    elif unit.kind == "arrow":
-        for k, text in enumerate(_arrow_texts(unit.payload)):
-            if isinstance(text, UnicodeDecodeError):
-                bad(unit.source, unit.line + k, f"invalid UTF-8 (byte 0x{text.object[text.start]:02X} at byte {text.start} of the value)")
-                continue
-            if text is None:
-                bad(unit.source, unit.line + k, f"column {options.text_key!r} is null")
-                continue
-            texts.append(text)
-            where.append((unit.source, unit.line + k))
-    else:
-        for source, data in unit.payload:
-            try:
-                texts.append(data.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                line = data.count(b"\n", 0, error.start) + 1
-                bad(source, line, f"invalid UTF-8 (byte 0x{data[error.start]:02X} at byte offset {error.start})")
-                continue
-            where.append((source, 0))
-    wide = options.dtype != "uint16"
-    first_id = options.eos_id if options.format == "llmc" else -1
-    last_id = options.eos_id if options.append_eos else -1
-    out = BytesWriter()
-    try:
-        lengths = tokenizer._write_flat(texts, out, wide, options.add_special_tokens, False, first_id, last_id)
-    except ValueError:  # a lone surrogate (from a JSON escape): find it, one document at a time
-        out = BytesWriter()
-        lengths = []
-        for text, (source, line) in zip(texts, where):
-            mark = len(out)
-            try:
-                lengths.extend(tokenizer._write_flat([text], out, wide, options.add_special_tokens, False, first_id, last_id))
-            except ValueError as error:
-                out.truncate(mark)
-                bad(source, line, str(error).replace("texts[0]: ", ""))
-    return UnitResult(out.getvalue(), numpy.array(lengths, dtype=numpy.int64), rejects, blank, newlines)
-
-
-def _arrow_texts(column: Any) -> list[Any]:
-    """The values of an Arrow string column; a value that is not UTF-8 (Parquet does not check)
-    as its UnicodeDecodeError, so that the row is named (or skipped with skip_bad)."""
-    try:
-        return column.to_pylist()  # type: ignore[no-any-return]
-    except UnicodeDecodeError:
-        values: list[Any] = []
-        for k in range(len(column)):
-            value = column[k]
-            if not value.is_valid:
-                values.append(None)
-                continue
-            data = value.as_buffer().to_pybytes()
-            try:
-                values.append(data.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                values.append(error)
-        return values
 
 
 def _location(paths: list[str], kind: str, source: int, line: int) -> str:
@@ -389,6 +237,8 @@ def tokenize(
     if not digest:
         raise CorpusError("the tokenizer must be loaded from a file or a named model (its content is hashed for --resume)")
     eos_id = _eos_id(tok, eos_token) if (append_eos or format == "llmc") else -1
+    if eos_token is not None:  # (checked where unused too: a misspelt token said nothing; a bug hunt)
+        _eos_id(tok, eos_token)
     # A document is empty where it is written as what an empty text is (a text of its own gives at
     # least one id more): with add_special_tokens that is its special tokens, not nothing.
     first_id = eos_id if format == "llmc" else -1
@@ -611,7 +461,12 @@ def _run(
             except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
                 # The user's error is the last "SomeError: ..." line of Ray's report. No resume on
                 # this engine: the work folder goes.
-                causes = [line.strip() for line in str(error).splitlines() if re.match(r"\s*\w+(Error|Invalid|Exception): ", line)]
+                # (Dotted names too: pyarrow.lib.ArrowInvalid was not named; Ray's own wrappers left out.)
+                causes = [
+                    line.strip()
+                    for line in str(error).splitlines()
+                    if re.match(r"\s*[\w.]+(Error|Invalid|Exception): ", line) and not line.strip().startswith("ray.")
+                ]
                 writer.close()
                 shutil.rmtree(run.work, ignore_errors=True)
                 raise CorpusError(
