@@ -23,7 +23,6 @@ holds no tracked container of more than 10,000 items.
 from __future__ import annotations
 
 import errno
-import hashlib
 import operator
 import os
 import pickle
@@ -39,7 +38,7 @@ from mypy_extensions import i64
 
 from peek2.bpe import huge_pages
 from peek2.bpe.decode import ids_bytes, ids_texts
-from peek2.bpe.engine_tables import EngineTables, engine_tables, largest_spec_id
+from peek2.bpe.engine_tables import engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
 from peek2.bpe.merge_table import ID_BITS, MergeTable
@@ -49,6 +48,7 @@ from peek2.bpe.merger import as_flag as _flag
 from peek2.bpe.offsets import char_spans
 from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
+from peek2.formats.load_cache import Loaded, file_stamp
 from peek2.formats.byte_level import to_bytes
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
 from peek2.normalize.nfc import nfc, nfc_aligned
@@ -119,7 +119,7 @@ class Tokenizer:
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
         _source: tuple[object, ...] = (),
-        _tables: EngineTables | None = None,
+        _loaded: Loaded | None = None,
     ) -> None:
         if not isinstance(spec, TokenizerSpec):
             raise TypeError(f"spec must be a TokenizerSpec, not {type(spec).__name__}")
@@ -129,9 +129,11 @@ class Tokenizer:
         self.family = spec.family
         self.pattern = Peek2Pattern(spec.family)
         self._source = _source
-        loaded = os.path.abspath(spec.source) if _source and spec.source and os.path.isfile(spec.source) else ""
-        self._loaded_file: tuple[str, tuple[int, int]] = (loaded, _file_stamp(loaded) if loaded else (-1, -1))
-        self._digest: str | None = None
+        # What pickling names (the files, their stamps before the read, the digest of what was read).
+        self._files: tuple[str, ...] = _loaded.files if _loaded is not None else ()
+        self._stamps: tuple[tuple[int, int], ...] = _loaded.stamps if _loaded is not None else ()
+        self._digest = _loaded.digest if _loaded is not None else ""
+        _tables = _loaded.tables if _loaded is not None else None
         vocab = spec.vocab
         max_id = largest_spec_id(spec)  # (raises where an id is too large)
         id_bytes = id_table(vocab, max_id + 1)
@@ -246,8 +248,8 @@ class Tokenizer:
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         from peek2.formats import load_cache
 
-        spec, tables = load_cache.load([path], "tokenizer.json", lambda: hf_json.load_file(path))
-        return cls(spec, cache_size=cache_size, _source=("file", os.path.abspath(path)), _tables=tables)
+        loaded = load_cache.load([path], "tokenizer.json", lambda: hf_json.load_file(path))
+        return cls(loaded.spec, cache_size=cache_size, _source=("file", os.path.abspath(path)), _loaded=loaded)
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
@@ -272,9 +274,12 @@ class Tokenizer:
             kept = name if name in models.MODELS else os.path.abspath(name)
             from peek2.formats import load_cache
 
-            options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r}"
-            spec, tables = load_cache.load(source.files, options, source.load)
-            return cls(spec, cache_size=cache_size, _source=("pretrained", kept), _tables=tables)
+            # (whether a rank file is gunzipped follows its name, not its bytes: part of the key, as
+            # in from_tiktoken; a copy of a .gz file under another name loaded from the cache only)
+            gunzipped = [os.fspath(f).endswith(".gz") for f in source.files]
+            options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r} gz={gunzipped}"
+            loaded = load_cache.load(source.files, options, source.load)
+            return cls(loaded.spec, cache_size=cache_size, _source=("pretrained", kept), _loaded=loaded)
         if name.startswith(("/", ".", "~")) or "\\" in name or name.endswith(PATH_ENDINGS):
             # (a path that is missing, not a hub repository: "./tokenizer.json" went to the hub as
             # an invalid id, "data/tokenizer.json" retried the hub offline for 26 s; a bug hunt)
@@ -346,9 +351,10 @@ class Tokenizer:
 
         # (whether the file is gunzipped follows its name, not its bytes: part of the entry's key)
         gunzipped = os.fspath(path).endswith(".gz")
-        spec, tables = load_cache.load([path], f"tiktoken {family} {list(specials.items())!r} gz={gunzipped}", build)
+        # (the special tokens sorted: a pickle rebuilds from them sorted, and must find the same digest)
+        loaded = load_cache.load([path], f"tiktoken {family} {sorted(specials.items())!r} gz={gunzipped}", build)
         source = ("tiktoken", os.path.abspath(path), family, tuple(sorted(specials.items())))
-        return cls(spec, cache_size=cache_size, _source=source, _tables=tables)
+        return cls(loaded.spec, cache_size=cache_size, _source=source, _loaded=loaded)
 
     @classmethod
     def from_gpt2_files(
@@ -377,11 +383,11 @@ class Tokenizer:
                 raise TypeError(f"paths must be str or os.PathLike, not {type(path).__name__}")
         from peek2.formats import load_cache
 
-        options = f"gpt2 {list(special_tokens.items()) if special_tokens is not None else None!r}"
-        spec, tables = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, special_tokens))
+        options = f"gpt2 {sorted(special_tokens.items()) if special_tokens is not None else None!r}"
+        loaded = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, special_tokens))
         specials = tuple(sorted(special_tokens.items())) if special_tokens is not None else None
         source = ("gpt2", os.path.abspath(encoder_json), os.path.abspath(vocab_bpe), specials)
-        return cls(spec, cache_size=cache_size, _source=source, _tables=tables)
+        return cls(loaded.spec, cache_size=cache_size, _source=source, _loaded=loaded)
 
     @classmethod
     def from_str(cls, json_text: str, *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
@@ -906,12 +912,11 @@ class Tokenizer:
         return (_rebuild, (self._source, self._engine.cache_size, self._content_digest()))
 
     def _content_digest(self) -> str:
-        """sha256 of the file this tokenizer was read from (computed once, at the first pickle)."""
-        if self._digest is None:
-            path, stamp = self._loaded_file
-            if path and _file_stamp(path) != stamp:
+        """sha256 of the files this tokenizer was read from, as read (every file: GPT-2's
+        ``vocab.bpe`` too, whose changes a pickle missed; a bug hunt), and of how they were read."""
+        for path, stamp in zip(self._files, self._stamps):
+            if file_stamp(path) != stamp:
                 raise pickle.PicklingError(f"cannot pickle this Tokenizer: {path} changed on disk since it was loaded")
-            self._digest = _file_digest(path) if path else ""
         return self._digest
 
     def __repr__(self) -> str:
@@ -938,29 +943,10 @@ def _rebuild(source: tuple, cache_size: int, digest: str = "") -> Tokenizer:  # 
         raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
     if digest and tokenizer._content_digest() != digest:
         raise TokenizerFormatError(
-            f"cannot unpickle the Tokenizer of {source[1]!r}: its file {tokenizer._loaded_file[0]} has changed "
+            f"cannot unpickle the Tokenizer of {source[1]!r}: its files ({', '.join(tokenizer._files)}) have changed "
             f"since it was pickled (sha256 {tokenizer._content_digest()[:12]}..., pickled {digest[:12]}...)"
         )
     return tokenizer
-
-
-def _file_stamp(path: str) -> tuple[int, int]:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return (-1, -1)
-    return (status.st_size, status.st_mtime_ns)
-
-
-def _file_digest(path: str) -> str:
-    try:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-        return digest.hexdigest()
-    except OSError as error:
-        raise pickle.PicklingError(f"cannot pickle this Tokenizer: {path} cannot be read: {error.strerror or error}") from None
 
 
 def _spaced(segment: str) -> str:

@@ -76,13 +76,19 @@ def test_same_spec_as_parsing(cache: Path, data_dir: Path) -> None:
     assert cached.encode(text) == Reference.from_file(str(path)).encode(text).ids
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "other header", "wrong objects"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other header", "wrong objects", "a changed token"])
 def test_a_damaged_entry_is_rebuilt(cache: Path, data_dir: Path, damage: str) -> None:
+    """(A bug hunt: a token changed in the entry, as a flipped bit changes it, loaded silently.)"""
     path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
-    expected = Tokenizer.from_file(path).encode(TEXT)
+    first = Tokenizer.from_file(path)
+    expected = first.encode(TEXT)
+    organized = first.encode(" organized", False)
     [entry] = entries(cache)
     content = entry.read_bytes()
-    if damage == "truncated":
+    if damage == "a changed token":
+        assert b" organized" in content  # (the vocabulary's bytes, then the UTF-8 tokens' text)
+        entry.write_bytes(content.replace(b" organized", b" orfanized", 1))
+    elif damage == "truncated":
         entry.write_bytes(content[: len(content) // 2])
     elif damage == "garbage":
         entry.write_bytes(b"\x00" * 1000)
@@ -92,7 +98,8 @@ def test_a_damaged_entry_is_rebuilt(cache: Path, data_dir: Path, damage: str) ->
         import pickle
 
         entry.write_bytes(load_cache.header() + pickle.dumps(("not a spec", [1, 2, 3])))
-    assert Tokenizer.from_file(path).encode(TEXT) == expected
+    loaded = Tokenizer.from_file(path)
+    assert loaded.encode(TEXT) == expected and loaded.decode(organized) == " organized"
     assert entry.read_bytes() == content  # rewritten whole
 
 

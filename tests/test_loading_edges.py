@@ -260,3 +260,94 @@ def test_flags_batches_and_arrays_are_checked_alike(data_dir: Path) -> None:
         tok.decode_batch([[1], [2**63]])
     ids = np.array(tok.encode("Hello world"), dtype=np.int64)
     assert asyncio.run(async_decode(tok, ids)) == tok.decode(ids) == "Hello world"
+
+
+def _gpt2_reference(folder: Path) -> tokenizers.Tokenizer:
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return reference
+
+
+def test_loading_a_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pickled GPT-2-files tokenizer ignored changes to vocab.bpe; a file rewritten while it was
+    read was pickled with the new file's digest and the old vocabulary; a renamed .tiktoken.gz
+    loaded from the cache where it is refused without it; vocab.bpe files that tokenizers refuses
+    (empty lines, a merge whose join is no token) loaded, lone CRs ended lines, encoder.json's
+    duplicate ids were accepted, errors named encoder.json for vocab.bpe's lines or no file at all,
+    and encoder.json read as a tokenizer.json said "field model must be dict"."""
+    import os
+    import pickle
+    import shutil
+
+    import peek2.formats.hf_json as hf_json
+    from peek2.models import resolve_model
+
+    monkeypatch.setenv("PEEK2_CACHE_DIR", str(tmp_path / "cache"))
+    gpt2 = data_dir / "tokenizers" / "gpt2"
+    folder = tmp_path / "g"
+    folder.mkdir()
+    for name in ("encoder.json", "vocab.bpe"):
+        shutil.copy(gpt2 / name, folder / name)
+    sample = "Hello world, the quick brown fox\r\n  jumps"
+    tok = Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe")
+    blob = pickle.dumps(tok)
+    merges = (folder / "vocab.bpe").read_text(encoding="utf-8").split("\n")
+    (folder / "vocab.bpe").write_text("\n".join(m for m in merges if m not in ("H ello", "Hel lo", "He llo", "Hell o")), encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match="vocab.bpe\\) have changed since it was pickled"):
+        pickle.loads(blob)
+
+    for name, text in {
+        "an empty line": "\n".join(merges[:100] + [""] + merges[100:]),
+        "lone CRs": "\r".join(merges),
+        "a merge whose join is no token": "\n".join(merges[:5] + ["Ġ Ġ"] + merges[5:]),
+        "CR LF": "\r\n".join(merges),
+    }.items():
+        (folder / "vocab.bpe").write_bytes(text.encode("utf-8"))
+        try:
+            expected = _gpt2_reference(folder).encode(sample).ids
+        except Exception:  # noqa: BLE001 (tokenizers raises a bare Exception)
+            with pytest.raises(TokenizerFormatError, match="vocab.bpe, line"):
+                Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe")
+            continue
+        assert Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe").encode(sample) == expected, name
+    (folder / "vocab.bpe").write_bytes(b"#version: 0.2\nab \xff\n")
+    with pytest.raises(TokenizerFormatError, match="vocab.bpe: not UTF-8 \\(byte 0xFF at offset 17\\)"):
+        Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe")
+    shutil.copy(gpt2 / "vocab.bpe", folder / "vocab.bpe")
+    vocab = json.loads((gpt2 / "encoder.json").read_text(encoding="utf-8"))
+    vocab["Ġthe"] = vocab["Ġand"]
+    (folder / "encoder.json").write_text(json.dumps(vocab), encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match="encoder.json: id 290 is given to two tokens"):
+        Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe")
+    with pytest.raises(TokenizerFormatError, match="a vocabulary of token -> id .* not a tokenizer.json"):
+        Tokenizer.from_file(gpt2 / "encoder.json")
+
+    # Rewritten (same size) while it was read: the tokenizer is the file as it ends, and so is its pickle.
+    path = tmp_path / "tokenizer.json"
+    original = (data_dir / "tokenizers" / "qwen2" / "tokenizer.json").read_text(encoding="utf-8")
+    path.write_text(original, encoding="utf-8")
+    swapped = original.replace('"Hello": 9707', '"Hello": 1879').replace('"Ġworld": 1879', '"Ġworld": 9707')
+    assert swapped != original and len(swapped) == len(original)
+    real_load = hf_json.load_file
+
+    def read_then_rewrite(file: object) -> object:
+        spec = real_load(file)  # type: ignore[arg-type]
+        if path.read_text(encoding="utf-8") == original:
+            path.write_text(swapped, encoding="utf-8")
+        return spec
+
+    monkeypatch.setattr(hf_json, "load_file", read_then_rewrite)
+    raced = Tokenizer.from_file(path)
+    monkeypatch.setattr(hf_json, "load_file", real_load)
+    expected = tokenizers.Tokenizer.from_file(str(path)).encode("Hello world").ids
+    assert raced.encode("Hello world") == expected == pickle.loads(pickle.dumps(raced)).encode("Hello world")
+
+    # A .tiktoken.gz's copy under a .tiktoken name: refused, with or without a cache entry.
+    packed = resolve_model("cl100k_base").path
+    Tokenizer.from_pretrained("cl100k_base")
+    renamed = tmp_path / "cl100k_base.tiktoken"
+    renamed.write_bytes(Path(packed).read_bytes())
+    monkeypatch.setenv("PEEK2_MODEL_CL100K_BASE", str(renamed))
+    with pytest.raises(ValueError, match="cl100k_base.tiktoken:1: expected"):
+        Tokenizer.from_pretrained("cl100k_base")
+    assert os.environ["PEEK2_CACHE_DIR"] == str(tmp_path / "cache")

@@ -33,14 +33,12 @@ def load_files(
             line of a merge).
     """
     encoder_source, merges_source = os.fspath(encoder_path), os.fspath(merges_path)
-    with open(encoder_path, encoding="utf-8") as handle:
-        try:
-            raw = json.load(handle)
-        except json.JSONDecodeError as error:
-            raise TokenizerFormatError(f"{encoder_source}: not JSON: {error}") from None
+    try:
+        raw = json.loads(_text(encoder_path, encoder_source))
+    except json.JSONDecodeError as error:
+        raise TokenizerFormatError(f"{encoder_source}: not JSON: {error}") from None
     vocab = _vocab(raw, encoder_source)
-    with open(merges_path, encoding="utf-8") as handle:
-        merges = _merges(handle.read(), merges_source)
+    merges = _merges(_text(merges_path, merges_source), merges_source, vocab, encoder_source)
     if special_tokens is None:
         special_tokens = {END_OF_TEXT: raw[END_OF_TEXT]} if END_OF_TEXT in raw else {}
     added = []
@@ -64,22 +62,47 @@ def _vocab(raw: Any, source: str) -> dict[bytes, int]:
         if data in vocab:
             raise TokenizerFormatError(f"{source}: token {token!r} is listed twice")
         vocab[data] = token_id
+    if len(set(vocab.values())) != len(vocab):  # (accepted, and decoded as either token; a bug hunt)
+        owners: dict[int, bytes] = {}
+        for data, token_id in vocab.items():
+            if token_id in owners:
+                raise TokenizerFormatError(f"{source}: id {token_id} is given to two tokens, {owners[token_id]!r} and {data!r}")
+            owners[token_id] = data
     return vocab
 
 
-def _merges(text: str, source: str) -> list[tuple[bytes, bytes]]:
+def _text(path: str | os.PathLike[str], source: str) -> str:
+    """A file's UTF-8 text, its line ends as they are (a text-mode read took a lone CR for one)."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TokenizerFormatError(f"{source}: not UTF-8 (byte 0x{data[error.start]:02X} at offset {error.start})") from None
+
+
+def _merges(text: str, source: str, vocab: dict[bytes, int], vocab_source: str) -> list[tuple[bytes, bytes]]:
+    """The merges of ``vocab.bpe`` as tokenizers' ``BPE.from_file`` reads them: lines ended by
+    LF or CR LF (a lone CR ends none), ``#version`` lines skipped, any other line two tokens of
+    the vocabulary, which holds their join too. (A bug hunt: empty lines were skipped, lone CRs
+    ended lines, and a merge of unknown tokens was reported against encoder.json.)"""
     merges: list[tuple[bytes, bytes]] = []
-    for number, line in enumerate(text.split("\n"), 1):
-        # (any "#version" line is a header, as tokenizers' BPE.from_file reads them; a second one
-        # was a merge of tokens not in the vocabulary, reported against encoder.json)
-        if not line or line.startswith("#version"):
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # (the newline that ends the last line)
+    for number, line in enumerate(lines, 1):
+        line = line[:-1] if line.endswith("\r") else line
+        if line.startswith("#version"):  # (any such line is a header, as tokenizers reads them)
             continue
         parts = line.split(" ")
-        left = to_bytes(parts[0]) if len(parts) == 2 else None
-        right = to_bytes(parts[1]) if len(parts) == 2 else None
+        left = to_bytes(parts[0]) if len(parts) == 2 and parts[0] else None
+        right = to_bytes(parts[1]) if len(parts) == 2 and parts[1] else None
         if left is None or right is None:
             raise TokenizerFormatError(
                 f"{source}, line {number}: a merge must be two byte-level tokens separated by one space, not {line[:60]!r}"
             )
+        for token in (left, right, left + right):
+            if token not in vocab:
+                raise TokenizerFormatError(f"{source}, line {number}: the merge {line[:60]!r} makes or uses {token!r}, not a token of {vocab_source}")
         merges.append((left, right))
     return merges

@@ -120,6 +120,13 @@ def _optional_str(obj: dict[str, Any], key: str, path: str, source: str) -> str 
 
 def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     """Build a TokenizerSpec from the parsed JSON object."""
+    if isinstance(data, dict) and len(data) > 256 and all(isinstance(v, int) for v in data.values()):
+        # (GPT-2's encoder.json read as a tokenizer.json said "field model must be dict, not int":
+        # "model" is one of its tokens; a bug hunt)
+        raise TokenizerFormatError(
+            f"{source}: a vocabulary of token -> id (GPT-2's encoder.json or vocab.json), not a tokenizer.json: "
+            "load it with its merges, Tokenizer.from_gpt2_files(encoder.json, vocab.bpe)"
+        )
     model = _field(data, "model", "", source, dict)
     # (where tokenizers refuses a file, so does peek2, even where it could read it: a file
     # loads in both or in neither; a bug hunt found peek2 laxer on these)

@@ -11,11 +11,11 @@ path.
   ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows) under
   ``peek2/``; never beside the tokenizer file. ``PEEK2_CACHE=0`` turns it off.
 - Valid only for the same content: the file's bytes are hashed at every load (5 ms for the
-  9 MB Llama-3 file), and a file that changes while it is read is not stored.
+  9 MB Llama-3 file), and a file that changes while it is read is read again (``load``).
 - Valid only for the same peek2: an entry starts with a header naming the format, peek2's
   version, Python's version and the size and time of peek2's modules that build the tables; any
-  other header, a truncated or unreadable entry, or an unwritable directory means the file is
-  parsed as without a cache (and the entry rewritten when it can be). Entries are written to a
+  other header, a truncated, unreadable or corrupt entry (its length and CRC-32 follow the
+  header), or an unwritable directory means the file is parsed as without a cache (and the entry rewritten when it can be). Entries are written to a
   temporary name and renamed, so a crash or a concurrent load never leaves half an entry; the
   temporary file of a process killed while writing is removed by a later write (after an hour).
 - An entry is a pickle, and unpickling runs what it names: the directory is the user's own, as
@@ -42,14 +42,16 @@ import pickle
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
-from peek2.spec import RankedMerges, TokenizerSpec
+from peek2.spec import RankedMerges, TokenizerFormatError, TokenizerSpec
 from peek2.bpe.engine_tables import EngineTables, engine_tables
 
-FORMAT = 2
-"""Raised when what an entry holds changes shape."""
+FORMAT = 3
+"""Raised when what an entry holds changes shape (3: a checksum line after the header)."""
 
 # The modules whose code decides what an entry holds.
 _BUILDERS = (
@@ -88,22 +90,55 @@ def cache_dir() -> Path | None:
     return Path(base) / "peek2"
 
 
-def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[[], TokenizerSpec]) -> tuple[TokenizerSpec, EngineTables]:
+class Loaded(NamedTuple):
+    """What ``load`` gives: the spec and tables, and what they were read from: the files (absolute
+    paths), their size and mtime before the read, and ``digest``, the sha256 of their content and
+    the options (``Tokenizer`` pickles by it, and refuses a file changed since)."""
+
+    spec: TokenizerSpec
+    tables: EngineTables
+    files: tuple[str, ...]
+    stamps: tuple[tuple[int, int], ...]
+    digest: str
+
+
+READS = 3
+"""Times a file that changes while it is read is read again before giving up."""
+
+
+def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[[], TokenizerSpec]) -> Loaded:
     """The spec and engine tables that ``build()`` makes from ``files`` read with ``options``, from the
-    cache when it holds them, else built (and stored)."""
+    cache when it holds them, else built (and stored).
+
+    The content is hashed before the read and, where the files are read, after it too: a file
+    rewritten while it was read (same size or not) is read again, so that the digest is always that
+    of what was read. (A bug hunt: the stamp taken after the read, a pickle carried the new file's
+    digest with the old file's vocabulary, and loaded silently as the other.)"""
+    paths = tuple(os.path.abspath(os.fspath(f)) for f in files)
     directory = cache_dir()
-    if directory is None:
-        return _build(build)
-    digest = _digest(files, options)
-    entry = directory / f"{digest}.tables"
-    found = _read(entry)
-    if found is not None:
-        spec, tables = found
-        return dataclasses.replace(spec, source=os.fspath(files[0])), tables
-    spec, tables = _build(build)
-    if _digest(files, options) == digest:  # (not a file that changed while it was read)
-        _write(entry, spec, tables)
-    return spec, tables
+    for _ in range(READS):
+        stamps = tuple(file_stamp(path) for path in paths)
+        digest = _digest(files, options)
+        entry = directory / f"{digest}.tables" if directory is not None else None
+        found = _read(entry) if entry is not None else None
+        if found is not None:
+            spec, tables = found
+            return Loaded(dataclasses.replace(spec, source=os.fspath(files[0])), tables, paths, stamps, digest)
+        spec, tables = _build(build)
+        if _digest(files, options) == digest:
+            if entry is not None:
+                _write(entry, spec, tables)
+            return Loaded(spec, tables, paths, stamps, digest)
+    raise TokenizerFormatError(f"{', '.join(paths)}: changed while being read, {READS} times: load it once it is written")
+
+
+def file_stamp(path: str) -> tuple[int, int]:
+    """A file's size and mtime (-1, -1 where it cannot be read)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (status.st_size, status.st_mtime_ns)
 
 
 def _build(build: Callable[[], TokenizerSpec]) -> tuple[TokenizerSpec, EngineTables]:
@@ -171,8 +206,14 @@ def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
         with open(entry, "rb") as handle:
             if handle.readline() != header():
                 return None
-            spec, tables = pickle.load(handle)
-    except Exception:  # a missing, truncated or foreign entry: parse the file instead
+            size, checksum = handle.readline().split()
+            payload = handle.read()
+        # (a bit flipped on disk loaded silently as another vocabulary, or as tables that disagree
+        # with it: 40 flips, 39 loads without a word; a bug hunt. CRC-32: 3 ms for 12 MB.)
+        if len(payload) != int(size) or zlib.crc32(payload) != int(checksum, 16):
+            return None
+        spec, tables = pickle.loads(payload)
+    except Exception:  # a missing, truncated, corrupt or foreign entry: parse the file instead
         return None
     finally:
         if enabled:
@@ -192,9 +233,11 @@ def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
         _remove_stale(entry.parent)
         handle = tempfile.NamedTemporaryFile("wb", dir=entry.parent, prefix=f".{entry.stem}.", suffix=".tmp", delete=False)
         try:
+            payload = pickle.dumps((dataclasses.replace(spec, source=""), tables._replace(merge_table=None, merge_pairs=b"")), protocol=5)
             with handle:
                 handle.write(header())
-                pickle.dump((dataclasses.replace(spec, source=""), tables._replace(merge_table=None, merge_pairs=b"")), handle, protocol=5)
+                handle.write(f"{len(payload)} {zlib.crc32(payload):08x}\n".encode())
+                handle.write(payload)
             os.replace(handle.name, entry)
         except BaseException:
             os.unlink(handle.name)
