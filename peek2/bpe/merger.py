@@ -441,10 +441,12 @@ class BytePairEncoder:
         filter_words: i64 = TOKEN_FILTER_WORDS if self.token_lookup else 1
         token_filter = vec[i64]([0] * filter_words)
         if self.token_lookup:
+            one = vec[i64]([0])  # (one buffer for every token's id: a vec and a list a token were a third of this loop)
             for token, token_id in whole_tokens.items():
                 if 0 < len(token) <= CACHE_MAX_CHARS and (left_out is None or token_id not in left_out):
                     key = piece_key(token, 0, len(token), words)
-                    tokens.add(key, words, vec[i64]([token_id]), 1)
+                    one[0] = token_id
+                    tokens.add(key, words, one, 1)
                     word, bits = filter_word_bits(fold_key(key), filter_words - 1)
                     token_filter[word] |= bits
         self.tokens: Final = tokens
