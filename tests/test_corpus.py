@@ -937,25 +937,28 @@ def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, l
 
 def test_ray_engine_reads_as_the_local_engine(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
     """A bug hunt: on the ray engine a JSON line of 2.4 MB failed (pyarrow's JSON reader, 1 MB
-    blocks), two objects on one line were two documents, blank lines went uncounted, and Parquet
-    inputs hung (Ray's file listing asks a whole CPU, which the actors had taken)."""
+    blocks), two objects on one line were two documents (.gz too), blank lines went uncounted, and
+    Parquet inputs hung (Ray's file listing asks a whole CPU, which the actors had taken)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tok = tokenizer_path(data_dir, LLAMA)
     lines = [json.dumps({"text": "a"}), "", json.dumps({"text": "hello world " * 200_000}), "   ", json.dumps({"text": "end", "n": 1})]
     (tmp_path / "long.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "long.jsonl.gz").write_bytes(gzip.compress((tmp_path / "long.jsonl").read_bytes()))
     pq.write_table(pa.table({"text": [f"doc {k} " * (k % 5) for k in range(2000)]}), tmp_path / "rows.parquet", row_group_size=500)
-    for name, fmt in (("long.jsonl", "megatron"), ("rows.parquet", "parquet")):
-        options = {"format": fmt, "append_eos": True, "quiet": True}
+    for name, fmt in (("long.jsonl", "megatron"), ("long.jsonl.gz", "llmc"), ("rows.parquet", "parquet")):
+        options = {"format": fmt, "append_eos": fmt != "llmc", "quiet": True, "unit_bytes": 1 << 20}
         local = peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "local" / fmt, workers=2, **options)
         ray = peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "ray" / fmt, engine="ray", **options)
         assert (ray.documents, ray.tokens, ray.blank_lines) == (local.documents, local.tokens, local.blank_lines)
-        assert local.blank_lines == (2 if fmt == "megatron" else 0)
-    assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "") and len(files_bytes(tmp_path / "local", "")) == 3
-    (tmp_path / "two.jsonl").write_text('{"text": "a"}\n{"text": "a"} {"text": "b"}\n', encoding="utf-8")
-    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: \S*two.jsonl:2: malformed JSON: Extra data"):
-        peek2.corpus.tokenize(tmp_path / "two.jsonl", tokenizer=tok, output=tmp_path / "two", engine="ray", quiet=True)
+        assert local.blank_lines == (0 if fmt == "parquet" else 2)
+    assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "") and len(files_bytes(tmp_path / "local", "")) == 4
+    for name in ("two.jsonl", "two.jsonl.gz"):
+        two = b'{"text": "a"}\n{"text": "a"} {"text": "b"}\n'
+        (tmp_path / name).write_bytes(gzip.compress(two) if name.endswith(".gz") else two)
+        with pytest.raises(CorpusError, match=rf"the ray engine failed: ValueError: \S*{name}:2: malformed JSON: Extra data"):
+            peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "two", engine="ray", quiet=True)
 
 
 def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:

@@ -1,20 +1,19 @@
 """``peek2 tokenize --engine ray``: read and tokenize on a Ray cluster, write here.
 
-Uncompressed JSONL is cut into byte ranges of ``RANGE_BYTES`` ending after a newline, and each
-``TokenizeRanges`` actor reads the ranges it gets and encodes them as the local engine's workers
+JSONL goes to ``TokenizeRanges`` actors as places to read: an uncompressed file cut into byte
+ranges of ``RANGE_BYTES`` ending after a newline, a compressed one (``.gz``, ``.zst``) whole, read
+by one actor a unit at a time. The actors encode what they read as the local engine's workers
 do (``peek2.corpus.documents.encode_unit``: the same JSON checks, errors naming file and line,
 blank lines counted): the text never travels through Ray's object store, only the ids come back.
-(pyarrow's JSON reader, used here before, failed on a line of 2 MB across its 1 MB blocks, read
-two objects on one line as two documents, refused duplicate keys and counted no blank line: a
-bug hunt.) Compressed JSONL
-(``read_json``) and Parquet (``read_parquet``) are read by Ray Data's read tasks, then tokenized by
-``TokenizeBatches`` actors. This process writes the rows it gets back, in input order
+(Ray's ``read_json``, pyarrow's JSON reader, used here before, failed on a line of 2 MB across its
+1 MB blocks, read two objects on one line as two documents, refused duplicate keys and counted
+no blank line: a bug hunt.) Parquet is read by Ray Data's ``read_parquet`` tasks, then tokenized
+by ``TokenizeBatches`` actors. This process writes the rows it gets back, in input order
 (``preserve_order``), with the local engine's writers: the files are the same as the local
 engine's. Resources: where Ray reads, its read tasks ask ``READ_CPUS`` (a quarter CPU) and the
 actors share all but ``READ_RESERVE`` (one CPU), so that reading always finds its CPU; with actors
 of one CPU each on every CPU of a small cluster, the reads wait for a CPU that never frees and the
-run hangs. Resume and
-``skip_bad`` are the local engine's alone (the reads are Ray's).
+run hangs. Resume and ``skip_bad`` are the local engine's alone.
 """
 
 from __future__ import annotations
@@ -52,8 +51,8 @@ def ray_batches(
     except ImportError:
         raise CorpusInputError("the ray engine needs Ray Data: pip install 'peek2[ray]'") from None
     kinds = {s.kind for s in sources}
-    if not kinds <= {"jsonl", "parquet"} or (kinds == {"jsonl", "parquet"}) or any(s.compression == "zstd" for s in sources):
-        raise CorpusInputError("the ray engine reads JSONL (.jsonl, .jsonl.gz) or Parquet inputs, one kind a run")
+    if not kinds <= {"jsonl", "parquet"} or (kinds == {"jsonl", "parquet"}):
+        raise CorpusInputError("the ray engine reads JSONL (.jsonl, .jsonl.gz, .jsonl.zst) or Parquet inputs, one kind a run")
     if quiet:  # (--quiet: errors only; Ray and Ray Data log their start and plan at INFO)
         import logging
 
@@ -70,24 +69,21 @@ def ray_batches(
     # Read tasks ask READ_CPUS each and the actors share the rest: a read always finds its CPU
     # (read tasks asking the default 1 CPU beside 2 actors of 0.75 on 2 CPUs hung).
     if kinds == {"jsonl"}:
-        # pyarrow's JSON reader (newline-delimited), parsing the text field alone: the other
-        # fields may hold anything (pandas' reader, lines=True, was 2-3x slower on 2 CPUs).
-        import pyarrow as pa
-        import pyarrow.json as pajson
-
-        parse = pajson.ParseOptions(explicit_schema=pa.schema([(options.text_key, pa.string())]), unexpected_field_behavior="ignore")
-        if any(s.compression for s in sources):
-            dataset = ray.data.read_json(paths, file_extensions=None, num_cpus=READ_CPUS, parse_options=parse)
-            inputs = None
-        else:
-            # Uncompressed files are cut into byte ranges after a newline: the actors read them
-            # (TokenizeRanges), so that the text is not sent through the object store, the first
-            # batches are tokenized while the rest is read, and a cluster's nodes share a large file.
-            ranges = [{"source": k, "start": a, "end": b} for k, p in enumerate(paths) for a, b in line_ranges(p, RANGE_BYTES)]
-            inputs = max(1, len(ranges))
-            dataset = ray.data.from_items(ranges, override_num_blocks=inputs)
-            callable_class: Any = TokenizeRanges
-            reads = False
+        # Uncompressed files are cut into byte ranges after a newline, compressed ones are a row
+        # each (end -1): the actors read them (TokenizeRanges), so that the text is not sent
+        # through the object store, the first batches are tokenized while the rest is read, and a
+        # cluster's nodes share a large file. (Ray's read_json, pyarrow's reader, read .gz files
+        # before: two objects on one line were two documents, silently; a bug hunt.)
+        ranges = []
+        for k, source in enumerate(sources):
+            if source.compression:
+                ranges.append({"source": k, "start": 0, "end": -1, "compression": source.compression})
+            else:
+                ranges.extend({"source": k, "start": a, "end": b, "compression": ""} for a, b in line_ranges(paths[k], RANGE_BYTES))
+        inputs = max(1, len(ranges))
+        dataset = ray.data.from_items(ranges, override_num_blocks=inputs)
+        callable_class: Any = TokenizeRanges
+        reads = False
     else:
         # (select_columns, not columns=: Ray 2.60 deprecates it; the projection is pushed into the read)
         dataset = ray.data.read_parquet(paths, file_extensions=None, num_cpus=READ_CPUS).select_columns([options.text_key])
@@ -162,33 +158,37 @@ class TokenizeRanges:
         self.paths = paths
 
     def __call__(self, batch: Any) -> Any:
+        """A table a unit (a range; a compressed file gives one a ``unit_bytes`` of its text)."""
+        from peek2.corpus.documents import BadDocument, encode_unit
+        from peek2.corpus.inputs import Cursor, Source, Unit, read_units
+
+        columns = [batch.column(name).to_pylist() for name in ("source", "start", "end", "compression")]
+        for source, start, end, compression in zip(*columns):
+            path = self.paths[source]
+            if end < 0:
+                units = read_units([Source(path, "jsonl", compression)], Cursor(), self.options.unit_bytes, self.options.text_key)
+            else:
+                units = iter([Unit("jsonl", (path, start, end), 0, 0, end - start, Cursor())])
+            for unit in units:
+                try:
+                    result = encode_unit(unit, self.tokenizer, self.options, [path])
+                except BadDocument as error:  # (the local engine's message: the file and its line)
+                    line = error.line if unit.line else _line_at(path, start) + error.line - 1
+                    raise ValueError(f"{path}:{line}: {error.reason}") from None
+                yield self._table(result)
+
+    def _table(self, result: Any) -> Any:
+        """The documents of a unit's result as ``input_ids`` rows, then a row without ids that
+        counts its blank lines (if any)."""
         import pyarrow as pa
 
-        from peek2.corpus.documents import BadDocument, encode_unit
-        from peek2.corpus.inputs import Cursor, Unit
-
-        chunks: list[bytes] = []
-        lengths: list[Any] = []
-        blank = 0
-        columns = (batch.column("source").to_pylist(), batch.column("start").to_pylist(), batch.column("end").to_pylist())
-        for source, start, end in zip(*columns):
-            path = self.paths[source]
-            unit = Unit("jsonl", (path, start, end), source, 0, end - start, Cursor())
-            try:
-                result = encode_unit(unit, self.tokenizer, self.options, self.paths)
-            except BadDocument as error:  # (the local engine's message: the file and its line)
-                raise ValueError(f"{path}:{_line_at(path, start) + error.line - 1}: {error.reason}") from None
-            chunks.append(result.ids)
-            lengths.append(result.lengths)
-            blank += result.blank_lines
-        values = numpy.frombuffer(b"".join(chunks), dtype=numpy.uint16 if self.options.dtype == "uint16" else numpy.uint32)
-        counts = numpy.concatenate(lengths) if lengths else numpy.zeros(0, dtype=numpy.int64)
-        offsets = numpy.zeros(len(counts) + 1, dtype=numpy.int64)
-        numpy.cumsum(counts, out=offsets[1:])
+        values = numpy.frombuffer(result.ids, dtype=numpy.uint16 if self.options.dtype == "uint16" else numpy.uint32)
+        offsets = numpy.zeros(len(result.lengths) + 1, dtype=numpy.int64)
+        numpy.cumsum(result.lengths, out=offsets[1:])
         ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values))
-        table = pa.table({"input_ids": ids, "blank_lines": pa.array(numpy.zeros(len(counts), dtype=numpy.int64))})
-        if blank:
-            counted = pa.table({"input_ids": pa.array([None], type=ids.type), "blank_lines": pa.array([blank], type=pa.int64())})
+        table = pa.table({"input_ids": ids, "blank_lines": pa.array(numpy.zeros(len(result.lengths), dtype=numpy.int64))})
+        if result.blank_lines:
+            counted = pa.table({"input_ids": pa.array([None], type=ids.type), "blank_lines": pa.array([result.blank_lines], type=pa.int64())})
             table = pa.concat_tables([table, counted])
         return table
 
