@@ -351,9 +351,10 @@ class Tokenizer:
 
         # (whether the file is gunzipped follows its name, not its bytes: part of the entry's key)
         gunzipped = os.fspath(path).endswith(".gz")
-        # (the special tokens sorted: a pickle rebuilds from them sorted, and must find the same digest)
-        loaded = load_cache.load([path], f"tiktoken {family} {sorted(specials.items())!r} gz={gunzipped}", build)
-        source = ("tiktoken", os.path.abspath(path), family, tuple(sorted(specials.items())))
+        loaded = load_cache.load([path], f"tiktoken {family} {list(specials.items())!r} gz={gunzipped}", build)
+        # (The special tokens in their order, which decides the text of an id two of them share, as
+        # in tiktoken: a pickle rebuilt them sorted, and its digest differed: refused. A bug hunt.)
+        source = ("tiktoken", os.path.abspath(path), family, tuple(specials.items()))
         return cls(loaded.spec, cache_size=cache_size, _source=source, _loaded=loaded)
 
     @classmethod
@@ -383,9 +384,9 @@ class Tokenizer:
                 raise TypeError(f"paths must be str or os.PathLike, not {type(path).__name__}")
         from peek2.formats import load_cache
 
-        options = f"gpt2 {sorted(special_tokens.items()) if special_tokens is not None else None!r}"
+        options = f"gpt2 {list(special_tokens.items()) if special_tokens is not None else None!r}"
         loaded = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, special_tokens))
-        specials = tuple(sorted(special_tokens.items())) if special_tokens is not None else None
+        specials = tuple(special_tokens.items()) if special_tokens is not None else None
         source = ("gpt2", os.path.abspath(encoder_json), os.path.abspath(vocab_bpe), specials)
         return cls(loaded.spec, cache_size=cache_size, _source=source, _loaded=loaded)
 
