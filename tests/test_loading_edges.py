@@ -186,6 +186,7 @@ POST_PROCESSOR_SHAPES = {
     "a Sequence without type": {"processors": [BYTE_LEVEL_POST]},
     "a ByteLevel without type": _without(BYTE_LEVEL_POST, "type"),
     "sep with a negative id": {**ROBERTA, "sep": ["</s>", -2]},
+    "RobertaProcessing with flags 1 and \"yes\" (a BertProcessing)": {**ROBERTA, "trim_offsets": 1, "add_prefix_space": "yes"},
 }
 
 

@@ -469,9 +469,9 @@ def _run(
                 ]
                 writer.close()
                 shutil.rmtree(run.work, ignore_errors=True)
-                raise CorpusError(
-                    f"the ray engine failed: {causes[-1] if causes else type(error).__name__} (the local engine names the file and line)"
-                ) from None
+                # (JSONL's errors name the file and line themselves: the actors read it as the local engine does)
+                hint = "" if all(s.kind == "jsonl" for s in sources) else " (the local engine names the file and row)"
+                raise CorpusError(f"the ray engine failed: {causes[-1] if causes else type(error).__name__}{hint}") from None
             stats["input_bytes"] = total_bytes
             done = Cursor(len(sources))
         elif in_process:

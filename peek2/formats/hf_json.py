@@ -484,8 +484,9 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
     if kind in ("RobertaProcessing", "BertProcessing"):  # <s> text </s> ([CLS] text [SEP]); Roberta's offset trimming: _trim_offsets
-        _flag(raw, "trim_offsets", path, source, True)
-        _flag(raw, "add_prefix_space", path, source, True)
+        if kind == "RobertaProcessing":  # (a BertProcessing's flags, of any value, are not read: a bug hunt)
+            _flag(raw, "trim_offsets", path, source, True)
+            _flag(raw, "add_prefix_space", path, source, True)
         cls, sep = (_named_id(raw, key, path, source) for key in ("cls", "sep"))
         return [cls], [sep]
     if kind != "TemplateProcessing":
