@@ -352,3 +352,21 @@ def test_loading_a_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: pytes
     with pytest.raises(ValueError, match="cl100k_base.tiktoken:1: expected"):
         Tokenizer.from_pretrained("cl100k_base")
     assert os.environ["PEEK2_CACHE_DIR"] == str(tmp_path / "cache")
+
+
+def test_tokenizer_json_edits_a_hunt_found(data_dir: Path) -> None:
+    """A ByteLevel step's use_regex null (or 1) loaded where tokenizers refuses it; a normalizer
+    without type but with normalizers, which tokenizers reads as a Sequence, was refused as
+    malformed."""
+    spec = json.loads((data_dir / "tokenizers" / "qwen3" / "tokenizer.json").read_text(encoding="utf-8"))
+    byte_level = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True}
+    for field in ("decoder", "post_processor", "pre_tokenizer"):
+        for value in (None, 1, "false"):
+            edited = {**spec, field: {**byte_level, "use_regex": value}}
+            with pytest.raises(Exception):  # noqa: B017 (tokenizers raises a bare Exception)
+                tokenizers.Tokenizer.from_str(json.dumps(edited))
+            with pytest.raises(TokenizerFormatError, match=f"field {field}.use_regex must be true or false"):
+                Tokenizer.from_str(json.dumps(edited))
+    edited = {**spec, "normalizer": {"normalizers": [{"type": "NFC"}]}}
+    text = "Cafe\u0301 \u212a <|im_start|>"
+    assert Tokenizer.from_str(json.dumps(edited)).encode(text) == tokenizers.Tokenizer.from_str(json.dumps(edited)).encode(text).ids

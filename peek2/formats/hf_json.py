@@ -103,6 +103,8 @@ def _byte_level_fields(obj: dict[str, Any], path: str, source: str) -> None:
     fields, and refuses the file without them (``use_regex`` defaults to true)."""
     for key in ("add_prefix_space", "trim_offsets"):
         _required_flag(obj, key, path, source)
+    if "use_regex" in obj and not isinstance(obj["use_regex"], bool):  # (absent: true; null or 1 refused, as tokenizers does; a bug hunt)
+        raise TokenizerFormatError(f"{source}: field {_at(path, 'use_regex')} must be true or false, not {obj['use_regex']!r}")
 
 
 def _token_id(value: Any, where: str, source: str) -> int:
@@ -340,7 +342,8 @@ def _step(raw: Any, path: str, source: str) -> Any:
 def _normalizer(raw: Any, path: str, source: str) -> str | None:
     if raw is None:
         return None
-    kind = _field(raw, "type", path, source, str)
+    # (tokenizers reads an object with "normalizers" and no type as a Sequence, by its shape; a bug hunt)
+    kind = "Sequence" if isinstance(raw, dict) and "type" not in raw and "normalizers" in raw else _field(raw, "type", path, source, str)
     if kind == "Sequence":
         steps = [
             _normalizer(_step(step, f"{path}.normalizers[{k}]", source), f"{path}.normalizers[{k}]", source)
