@@ -345,6 +345,27 @@ def _mixed_corpus(path: Path, count: int) -> list[str]:
     return texts
 
 
+class _Stop(BaseException):
+    """A run stopped as SIGKILL stops it, between two of its renames (not an Exception: nothing catches it)."""
+
+
+def _stop_after(monkeypatch: pytest.MonkeyPatch, renames: int) -> None:
+    """Make the next run raise ``_Stop`` right after its ``renames``-th published file (manifests and
+    outputs); publishing is then as before, for the resumed run."""
+    import peek2.corpus.run as run_module
+
+    real, published = run_module.publish, []
+
+    def publish_then_stop(tmp: str, final: str) -> None:
+        real(tmp, final)
+        published.append(final)
+        if len(published) == renames:
+            monkeypatch.setattr(run_module, "publish", real)
+            raise _Stop
+
+    monkeypatch.setattr(run_module, "publish", publish_then_stop)
+
+
 def test_resumed_before_its_first_checkpoint_a_run_writes_the_same_bytes(tmp_path: Path, data_dir: Path) -> None:
     """Killed before its first checkpoint (its first 10 s), a Megatron run left what it had
     written in the work files, which append: the resumed run wrote it again (a .bin and .idx that
@@ -445,29 +466,14 @@ def test_inputs_outputs_and_messages_a_second_hunt_broke(tmp_path: Path, data_di
     import datasets
     import fcntl
 
-    import peek2.corpus.run as run_module
-    import peek2.corpus.writers as writers
-
     tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
     run = {"tokenizer": tok, "format": "parquet", "workers": 1, "quiet": True}
 
     # The rejects of a run stopped after a checkpoint that counted one, resumed without skip_bad.
     (tmp_path / "r.jsonl").write_text('{"text": 5}\n' + "".join(json.dumps({"text": f"doc {k}"}) + "\n" for k in range(50)), encoding="utf-8")
-    real, calls = writers.publish, []
-
-    class Stop(BaseException):
-        pass
-
-    def publish_then_stop(tmp: str, final: str) -> None:
-        real(tmp, final)
-        calls.append(final)
-        if len(calls) == 2:  # (the first manifest, then the first checkpoint's)
-            raise Stop
-
-    monkeypatch.setattr(run_module, "publish", publish_then_stop)
-    with pytest.raises(Stop):
+    _stop_after(monkeypatch, 2)  # (the first manifest, then the first checkpoint's)
+    with pytest.raises(_Stop):
         peek2.corpus.tokenize(tmp_path / "r.jsonl", output=tmp_path / "r", skip_bad=True, checkpoint_seconds=0.0, unit_bytes=64, **run)
-    monkeypatch.setattr(run_module, "publish", real)
     stats = peek2.corpus.tokenize(tmp_path / "r.jsonl", output=tmp_path / "r", resume=True, checkpoint_seconds=0.0, unit_bytes=64, **run)
     assert stats.rejected == 1 and json.loads((tmp_path / "r.rejects.jsonl").read_text(encoding="utf-8"))["line"] == 1
 
@@ -487,11 +493,9 @@ def test_inputs_outputs_and_messages_a_second_hunt_broke(tmp_path: Path, data_di
     assert read_parquet(str(tmp_path / "globbed.parquet"))[0] == [tok.encode(t, False) for t in order if t.endswith(".jsonl")]
     (data / "out.peek2-work" / "rejects.jsonl").unlink()
     (data / "out.peek2-work").rmdir()
-    calls.clear()
-    monkeypatch.setattr(run_module, "publish", publish_then_stop)
-    with pytest.raises(Stop):
+    _stop_after(monkeypatch, 2)
+    with pytest.raises(_Stop):
         peek2.corpus.tokenize(data, output=data / "out", checkpoint_seconds=0.0, unit_bytes=16, **run)
-    monkeypatch.setattr(run_module, "publish", real)
     assert peek2.corpus.tokenize(data, output=data / "out", resume=True, checkpoint_seconds=0.0, unit_bytes=16, **run).documents == 5
 
     # Prefixes that name no file, or a folder under a file; a missing tokenizer path.
@@ -539,8 +543,6 @@ def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import peek2.corpus.run as run_module
-    import peek2.corpus.writers as writers
     from peek2.corpus.inputs import find_inputs
 
     tok = tokenizer_path(data_dir, LLAMA)
@@ -588,21 +590,9 @@ def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: 
     _mixed_corpus(tmp_path / "m.jsonl", 2000)
     packed = gzip.compress((tmp_path / "m.jsonl").read_bytes())
     (tmp_path / "m.jsonl.gz").write_bytes(packed)
-    real_publish, calls = writers.publish, []
-
-    class Stop(BaseException):
-        pass
-
-    def publish_then_stop(tmp: str, final: str) -> None:
-        real_publish(tmp, final)
-        calls.append(final)
-        if len(calls) == 3:
-            raise Stop
-
-    monkeypatch.setattr(run_module, "publish", publish_then_stop)
-    with pytest.raises(Stop):
+    _stop_after(monkeypatch, 3)
+    with pytest.raises(_Stop):
         peek2.corpus.tokenize(tmp_path / "m.jsonl.gz", output=tmp_path / "m", checkpoint_seconds=0.0, unit_bytes=20_000, **run)
-    monkeypatch.setattr(run_module, "publish", real_publish)
     stats = peek2.corpus.tokenize(tmp_path / "m.jsonl.gz", output=tmp_path / "m", resume=True, unit_bytes=20_000, **run)
     assert stats.resumed and stats.input_bytes == len(packed)
     assert json.loads((tmp_path / "m.summary.json").read_text())["input_bytes"] == len(packed)
@@ -676,10 +666,6 @@ def test_a_run_stopped_at_any_rename_resumes_to_the_same_bytes(tmp_path: Path, d
     assert any(name.endswith(".rejects.jsonl") for name in expected) and len(expected) >= 2
 
     real = writers.publish
-
-    class Stop(BaseException):
-        pass
-
     stops = 0
     for at in range(1, 100):
         for after in (False, True):
@@ -689,10 +675,10 @@ def test_a_run_stopped_at_any_rename_resumes_to_the_same_bytes(tmp_path: Path, d
                 nonlocal calls
                 calls += 1
                 if calls == at and not after:
-                    raise Stop
+                    raise _Stop
                 real(tmp, final)
                 if calls == at:
-                    raise Stop
+                    raise _Stop
 
             folder = tmp_path / f"stopped_{at}_{after}"
             monkeypatch.setattr(writers, "publish", publish_or_stop)
@@ -700,7 +686,7 @@ def test_a_run_stopped_at_any_rename_resumes_to_the_same_bytes(tmp_path: Path, d
             try:
                 peek2.corpus.tokenize(corpus, output=folder / "o", **options)
                 finished = True
-            except Stop:
+            except _Stop:
                 finished = False
             monkeypatch.setattr(writers, "publish", real)
             monkeypatch.setattr(run_module, "publish", real)
