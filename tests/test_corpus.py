@@ -769,6 +769,29 @@ def test_every_input_kind_gives_the_same_documents(tmp_path: Path, data_dir: Pat
         peek2.corpus.tokenize(kinds / "*.csv", tokenizer=tok, output=tmp_path / "x", format="megatron", quiet=True)
 
 
+def test_a_resumed_parquet_file_gives_the_units_of_an_uninterrupted_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resumed run reads a Parquet file from the row group that holds its cursor (it read every
+    row before it and dropped them); its units from there are the uninterrupted run's, where
+    pyarrow's batches run on across row groups."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from peek2.corpus import inputs
+
+    monkeypatch.setattr(inputs, "ARROW_BATCH_ROWS", 50)
+    texts = [f"row {k} " * (k % 11) for k in range(1000)]
+    pq.write_table(pa.table({"text": texts}), tmp_path / "a.parquet", row_group_size=70)
+    sources = inputs.find_inputs([str(tmp_path / "a.parquet")])
+
+    def units(start: inputs.Cursor) -> list[tuple[int, list[str], inputs.Cursor]]:
+        return [(u.line, u.payload.to_pylist(), u.end) for u in inputs.read_units(sources, start, 600, "text")]
+
+    whole = units(inputs.Cursor())
+    assert len(whole) > 10 and [t for _, payload, _ in whole for t in payload] == texts
+    for k, (_, _, end) in enumerate(whole[:-1]):
+        assert units(end) == whole[k + 1 :]
+
+
 def test_units_of_a_file_and_of_its_compressed_copy_hold_every_line_once(tmp_path: Path) -> None:
     """An uncompressed JSONL file is cut into units by place in the file, a compressed one by its
     decompressed blocks: both give every line once, and cursors from which a resumed run reads the
@@ -945,6 +968,43 @@ def test_ray_engine_reads_as_the_local_engine(tmp_path: Path, data_dir: Path, lo
         (tmp_path / name).write_bytes(gzip.compress(two) if name.endswith(".gz") else two)
         with pytest.raises(CorpusError, match=rf"the ray engine failed: ValueError: \S*{name}:2: malformed JSON: Extra data"):
             peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "two", engine="ray", quiet=True)
+
+
+def test_ray_engine_reads_every_kind_of_input(tmp_path: Path, data_dir: Path, local_ray: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ray engine took JSONL or Parquet, one kind a run, and a null in Parquet (read by Ray's
+    read_parquet) named no file. The actors now read every kind the local engine reads, mixed, in
+    ranges (row groups of Parquet, text files together), and name a bad row; a compressed file's
+    units are blocks of their own, which any actor takes (they were one block, one actor's)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from peek2.corpus import ray_engine
+    from peek2.corpus.documents import Options
+    from peek2.corpus.inputs import find_inputs
+
+    tok = tokenizer_path(data_dir, LLAMA)
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 3000)
+    lines = [json.dumps({"text": f"line {k} " * (k % 9)}) for k in range(3000)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+    pq.write_table(pa.table({"text": [f"row {k} " * (k % 7) for k in range(3000)]}), tmp_path / "in" / "b.parquet", row_group_size=300)
+    for k in range(6):
+        (tmp_path / "in" / f"c{k}.txt").write_text(f"text file {k}\n" * (k * 300), encoding="utf-8")
+    (tmp_path / "in" / "d.jsonl").write_text("\n".join(lines[:900]) + "\n\n", encoding="utf-8")
+    options = {"format": "megatron", "append_eos": True, "quiet": True, "unit_bytes": 5000}
+    sources = find_inputs([str(tmp_path / "in")])
+    assert [s.kind for s in sources] == ["jsonl", "parquet", "text", "text", "text", "text", "text", "text", "jsonl"]
+    dataset, rows = ray_engine.units_dataset(sources, Options("megatron", "text", True, 0, False, 0, 5000, "int32", False))
+    kinds = [row["kind"] for row in dataset.materialize().iter_rows()]
+    assert rows > 10 and kinds.count("lines") > 5 and {"groups", "files", "range"} <= set(kinds)
+    assert dataset.materialize().num_blocks() == len(kinds)
+    local = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "local" / "o", workers=2, **options)
+    ray = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "ray" / "o", engine="ray", **options)
+    assert (ray.documents, ray.tokens, ray.blank_lines) == (local.documents, local.tokens, local.blank_lines) == (6906, ray.tokens, 1)
+    assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "")
+    pq.write_table(pa.table({"text": ["a"] * 700 + [None]}), tmp_path / "null.parquet", row_group_size=300)
+    with pytest.raises(CorpusError, match=r"^the ray engine failed: ValueError: \S*null.parquet row 700: column 'text' is null$"):
+        peek2.corpus.tokenize(tmp_path / "null.parquet", tokenizer=tok, output=tmp_path / "n", engine="ray", quiet=True)
 
 
 def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:

@@ -45,11 +45,20 @@ class UnitResult:
 
 class BadDocument(Exception):
     """A document the worker refuses (without ``skip_bad``): where and why. The reading process
-    names it (``_location``): it knows where the unit's lines start, which the worker may not."""
+    names it (``location``): it knows where the unit's lines start, which the worker may not."""
 
     def __init__(self, source: int, line: int, reason: str) -> None:
         super().__init__(source, line, reason)
         self.source, self.line, self.reason = source, line, reason
+
+
+def location(paths: list[str], kind: str, source: int, line: int) -> str:
+    """Where a document is, as errors and rejects name it: ``file:line``, ``file row N`` or the file."""
+    if kind == "jsonl" or (kind == "text" and line):
+        return f"{paths[source]}:{line}"
+    if kind == "arrow":
+        return f"{paths[source]} row {line}"
+    return paths[source]
 
 
 def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[str]) -> UnitResult:

@@ -337,11 +337,12 @@ def _raw_position(handle: IO[bytes], source: Source) -> int:
     return handle.tell()
 
 
-def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: str) -> Iterator[Unit]:
-    """The units of ``sources`` from ``start`` on, each about ``unit_bytes`` of input."""
+def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: str, stop: int | None = None) -> Iterator[Unit]:
+    """The units of ``sources`` from ``start`` on (to source ``stop``), each about ``unit_bytes`` of input."""
+    stop = len(sources) if stop is None else stop
     text_batch: list[tuple[int, bytes]] = []
     text_bytes = 0
-    for index in range(start.source, len(sources)):
+    for index in range(start.source, stop):
         source = sources[index]
         first = start if index == start.source else Cursor(index)
         if source.kind == "text":
@@ -352,7 +353,7 @@ def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: 
                 raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
             text_batch.append((index, data))
             text_bytes += len(data)
-            last = index + 1 == len(sources) or sources[index + 1].kind != "text"
+            last = index + 1 == stop or sources[index + 1].kind != "text"
             if text_bytes >= unit_bytes or last:
                 yield Unit("text", text_batch, text_batch[0][0], 0, text_bytes, Cursor(index + 1))
                 text_batch, text_bytes = [], 0
@@ -472,19 +473,39 @@ def _read_at(handle: FileIO, window: bytearray, at: int, count: int) -> int:
     return got
 
 
-def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, text_key: str) -> Iterator[Unit]:
+def _arrow_units(
+    source: Source, index: int, first: Cursor, unit_bytes: int, text_key: str, groups: tuple[int, int] | None = None
+) -> Iterator[Unit]:
+    """The units of a Parquet or Arrow file from ``first``'s row on; ``groups``: of a Parquet file's
+    row groups ``start`` to ``end`` alone (the Ray engine's actors each read a range of them)."""
     import pyarrow as pa
 
+    row = 0
     try:
         if source.kind == "parquet":
             import pyarrow.parquet as pq
 
             parquet = pq.ParquetFile(source.path)
             schema = parquet.schema_arrow
-            rows = parquet.metadata.num_rows
+            metadata = parquet.metadata
+            rows = metadata.num_rows
+            # Row groups before the first row wanted (a resumed run's) are not read at all (they
+            # were read and dropped, a batch at a time).
+            start, end = groups if groups is not None else (0, metadata.num_row_groups)
+            for group in range(start):
+                row += metadata.row_group(group).num_rows
+            while start < end and row + metadata.row_group(start).num_rows <= first.position:
+                row += metadata.row_group(start).num_rows
+                start += 1
             batches: Iterator[Any] = iter(())
             if text_key in schema.names:
-                batches = (batch.column(0) for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=[text_key]))
+                # A group at a time: pyarrow's batches run on across groups, so that batches (and
+                # the units that end with them) would depend on the group reading starts at.
+                batches = (
+                    batch.column(0)
+                    for group in range(start, end)
+                    for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, row_groups=[group], columns=[text_key])
+                )
         else:
             reader = pa.ipc.open_stream(pa.memory_map(source.path, "r"))
             schema = reader.schema
@@ -505,7 +526,6 @@ def _arrow_units(source: Source, index: int, first: Cursor, unit_bytes: int, tex
         raise CorpusInputError(f"{source.path}: column {text_key!r} holds {column_type}, not strings")
     plain_type = pa.large_string() if pa.types.is_large_string(value_type) or viewed else pa.string()
     size = os.path.getsize(source.path)
-    row = 0
     pending: list[Any] = []
     pending_bytes = 0
     start_row = first.position

@@ -1,38 +1,39 @@
 """``peek2 tokenize --engine ray``: read and tokenize on a Ray cluster, write here.
 
-JSONL goes to ``TokenizeRanges`` actors as places to read: an uncompressed file cut into byte
-ranges of ``RANGE_BYTES`` ending after a newline, a compressed one (``.gz``, ``.zst``) whole, read
-by one actor a unit at a time. The actors encode what they read as the local engine's workers
-do (``peek2.corpus.documents.encode_unit``: the same JSON checks, errors naming file and line,
-blank lines counted): the text never travels through Ray's object store, only the ids come back.
-(Ray's ``read_json``, pyarrow's JSON reader, used here before, failed on a line of 2 MB across its
-1 MB blocks, read two objects on one line as two documents, refused duplicate keys and counted
-no blank line: a bug hunt.) Parquet is read by Ray Data's ``read_parquet`` tasks, then tokenized
-by ``TokenizeBatches`` actors. This process writes the rows it gets back, in input order
-(``preserve_order``), with the local engine's writers: the files are the same as the local
-engine's. Resources: where Ray reads, its read tasks ask ``READ_CPUS`` (a quarter CPU) and the
-actors share all but ``READ_RESERVE`` (one CPU), so that reading always finds its CPU; with actors
-of one CPU each on every CPU of a small cluster, the reads wait for a CPU that never frees and the
-run hangs. Resume and ``skip_bad`` are the local engine's alone.
+The inputs go to ``TokenizeRanges`` actors as places to read (``_row``): an uncompressed JSONL
+file in byte ranges of ``RANGE_BYTES`` ending after a newline, a Parquet file in ranges of row
+groups, text files and saved datasets' Arrow files whole. The actors read them as the local
+engine's reader does (``peek2.corpus.inputs``) and encode them as its workers do
+(``peek2.corpus.documents.encode_unit``: the same JSON checks, errors naming the file and line or
+row, blank lines counted): the text never travels through Ray's object store, only the ids come
+back. A compressed JSONL file (``.gz``, ``.zst``) cannot be cut into ranges: read tasks
+(``read_compressed``) decompress it into units of lines that any actor takes, so that one large
+file still keeps every actor busy. (Ray's ``read_json``, pyarrow's JSON reader, used here before,
+failed on a line of 2 MB across its 1 MB blocks, read two objects on one line as two documents,
+refused duplicate keys and counted no blank line; Ray's ``read_parquet`` named no file for a bad
+row: bug hunts.) This process writes the rows it gets back, in input order (``preserve_order``),
+with the local engine's writers: the files are the same as the local engine's. Resources: where
+read tasks run, they ask ``READ_CPUS`` (a quarter CPU) and the actors share all but
+``READ_RESERVE`` (one CPU), so that reading always finds its CPU; with actors of one CPU each on
+every CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs. Resume
+and ``skip_bad`` are the local engine's alone.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import numpy
 
-from peek2.corpus.inputs import CorpusInputError, Source
+from peek2.corpus.inputs import CorpusInputError, Source, _one_line
 from peek2.corpus.writers import Writer
 
 READ_CPUS = 0.25
 READ_RESERVE = 1.0
-"""CPUs the actors leave to Ray Data's reading: its read tasks ask ``READ_CPUS``, but Ray 2.60's
-Parquet reader first lists the files in a task of one whole CPU, which never ran beside actors
-that shared all but a quarter CPU (a bug hunt: Parquet inputs hung on a local Ray of 2 CPUs).
-Ray's CPUs are scheduling shares, not limits: the actors still use every core."""
+"""CPUs the actors leave to the read tasks of compressed files (``READ_CPUS`` each: four run at a
+time, and one decompresses faster than several actors tokenize). Ray's CPUs are scheduling
+shares, not limits: the actors still use every core."""
 RANGE_BYTES = 16 << 20
 """The size of the byte ranges an uncompressed JSONL input is cut into: on 1 GB with a local Ray of
 2 CPUs, read by read tasks, 64 MB ranges took 36.6 s, 16 MB 34.3 s, one read_json task 40.8 s
@@ -50,9 +51,6 @@ def ray_batches(
         import ray.data
     except ImportError:
         raise CorpusInputError("the ray engine needs Ray Data: pip install 'peek2[ray]'") from None
-    kinds = {s.kind for s in sources}
-    if not kinds <= {"jsonl", "parquet"} or (kinds == {"jsonl", "parquet"}):
-        raise CorpusInputError("the ray engine reads JSONL (.jsonl, .jsonl.gz, .jsonl.zst) or Parquet inputs, one kind a run")
     if quiet:  # (--quiet: errors only; Ray and Ray Data log their start and plan at INFO)
         import logging
 
@@ -60,63 +58,100 @@ def ray_batches(
             logging.getLogger(name).setLevel(logging.ERROR)
     if not ray.is_initialized():
         ray.init(address=ray_address, log_to_driver=False, include_dashboard=False, **({"logging_level": "ERROR"} if quiet else {}))
-    context = ray.data.DataContext.get_current()
+    sources = [Source(os.path.abspath(s.path), s.kind, s.compression) for s in sources]
+    dataset, rows = units_dataset(sources, options, quiet)
+    reads = any(s.compression for s in sources)
+    cpus = float(ray.cluster_resources().get("CPU", 1))
+    count = actors or max(1, int(cpus))
+    if not reads:
+        count = min(count, rows or 1)  # (an actor with no row to tokenize would idle, and Ray warns)
+    tokenized = dataset.map_batches(
+        TokenizeRanges,
+        fn_constructor_kwargs={"tokenizer": tokenizer_source, "options": options, "sources": sources},
+        # (Where units come from read tasks, their number is known as they come: an actor pool of
+        # a fixed size above it warned that it could not be used.)
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=count) if reads else ray.data.ActorPoolStrategy(size=count),
+        num_cpus=max(0.05, (cpus - (READ_RESERVE if reads else 0.0)) / count),
+        batch_format="pyarrow",
+        batch_size=1,  # (a row a call)
+    )
+    return _errors_reported_once(tokenized.iter_batches(batch_format="pyarrow", batch_size=None)), count
+
+
+def units_dataset(sources: list[Source], options: Any, quiet: bool = False) -> tuple[Any, int]:
+    """The Ray dataset of what the actors read (``_row``), a unit a block, and its rows before the
+    read tasks (which give a row a unit of a compressed file)."""
+    import ray.data
+
+    # What the actors read (TokenizeRanges), a row each, so that the text is not sent through the
+    # object store, the first rows are tokenized while the rest is read, and a cluster's nodes
+    # share a large file: an uncompressed JSONL file in byte ranges ending after a newline,
+    # Parquet in ranges of row groups, other files whole (text files together). A compressed
+    # file cannot be cut that way: read tasks (``read_compressed``) decompress it and pass its
+    # lines on in units, which any actor takes.
+    rows: list[dict[str, Any]] = []
+    text_bytes = RANGE_BYTES  # (of the last row of text files: one that is full takes no more)
+    for k, source in enumerate(sources):
+        if source.kind == "text":
+            if text_bytes >= RANGE_BYTES:
+                rows.append(_row(k, "files", k, k + 1))
+                text_bytes = 0
+            rows[-1]["end"] = k + 1
+            text_bytes += os.path.getsize(source.path)
+            continue
+        text_bytes = RANGE_BYTES
+        if source.kind == "parquet":
+            rows.extend(_row(k, "groups", a, b) for a, b in row_group_ranges(source.path, RANGE_BYTES))
+        elif source.kind == "jsonl" and not source.compression:
+            rows.extend(_row(k, "range", a, b) for a, b in line_ranges(source.path, RANGE_BYTES))
+        else:
+            rows.append(_row(k, "files", k, k + 1))
+    dataset = ray.data.from_items(rows, override_num_blocks=max(1, len(rows)))
+    # The run's settings go to its dataset's context (a copy), not to the process's current one.
+    context = dataset.context
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False
     if quiet:
         context.print_on_execution_start = False
-    paths = [os.path.abspath(s.path) for s in sources]
-    # Read tasks ask READ_CPUS each and the actors share the rest: a read always finds its CPU
-    # (read tasks asking the default 1 CPU beside 2 actors of 0.75 on 2 CPUs hung).
-    if kinds == {"jsonl"}:
-        # Uncompressed files are cut into byte ranges after a newline, compressed ones are a row
-        # each (end -1): the actors read them (TokenizeRanges), so that the text is not sent
-        # through the object store, the first batches are tokenized while the rest is read, and a
-        # cluster's nodes share a large file. (Ray's read_json, pyarrow's reader, read .gz files
-        # before: two objects on one line were two documents, silently; a bug hunt.)
-        ranges = []
-        for k, source in enumerate(sources):
-            if source.compression:
-                ranges.append({"source": k, "start": 0, "end": -1, "compression": source.compression})
-            else:
-                ranges.extend({"source": k, "start": a, "end": b, "compression": ""} for a, b in line_ranges(paths[k], RANGE_BYTES))
-        inputs = max(1, len(ranges))
-        dataset = ray.data.from_items(ranges, override_num_blocks=inputs)
-        callable_class: Any = TokenizeRanges
-        reads = False
-    else:
-        # (select_columns, not columns=: Ray 2.60 deprecates it; the projection is pushed into the read)
-        dataset = ray.data.read_parquet(paths, file_extensions=None, num_cpus=READ_CPUS).select_columns([options.text_key])
-        inputs = None
-    if inputs is None:
-        from peek2.ray import TokenizeBatches
+    # A block a unit: Ray Data gathers what a task yields into blocks of up to 128 MB, and one
+    # block goes to one actor: a compressed file's units all went to the same actor. (A block
+    # ends when it exceeds the target: units, about ``unit_bytes`` each, exceed half of it.)
+    context.target_max_block_size = max(1, min(context.target_max_block_size or options.unit_bytes, options.unit_bytes // 2))
+    if any(s.compression for s in sources):
+        # (Read tasks ask READ_CPUS each and the actors share all but READ_RESERVE: a read always
+        # finds its CPU; read tasks asking the default 1 CPU beside 2 actors of 0.75 on 2 CPUs hung.)
+        dataset = dataset.map_batches(
+            read_compressed, fn_kwargs={"sources": sources, "options": options}, batch_size=1, batch_format="pyarrow", num_cpus=READ_CPUS
+        )
+    return dataset, len(rows)
 
-        callable_class, reads = TokenizeBatches, True
-    cpus = float(ray.cluster_resources().get("CPU", 1))
-    count = actors or max(1, int(cpus))
-    if inputs is not None:
-        count = min(count, inputs)  # (an actor with no range to tokenize would idle, and Ray warns)
-    arguments: dict[str, Any] = {"tokenizer": tokenizer_source, "options": options, "paths": paths}
-    if reads:
-        arguments = {
-            "tokenizer": tokenizer_source,
-            "text_key": options.text_key,
-            "first_id": options.eos_id if options.format == "llmc" else -1,
-            "last_id": options.eos_id if options.append_eos else -1,
-            "add_special_tokens": options.add_special_tokens,
-            "keep_columns": False,
-        }
-    tokenized = dataset.map_batches(
-        callable_class,
-        fn_constructor_kwargs=arguments,
-        # (Where Ray reads, the blocks are Ray's: as few as one, for a small Parquet file. An
-        # actor pool of a fixed size above that warned that it could not be used.)
-        compute=ray.data.ActorPoolStrategy(size=count) if not reads else ray.data.ActorPoolStrategy(min_size=1, max_size=count),
-        num_cpus=max(0.05, (cpus - (READ_RESERVE if reads else 0.0)) / count),
-        batch_format="pyarrow",
-        batch_size=4096 if reads else 1,  # (a range a call: its lines are the batch)
-    )
-    return tokenized.iter_batches(batch_format="pyarrow", batch_size=None), count
+
+def _errors_reported_once(batches: Any) -> Any:
+    """``batches``, with Ray Data's console messages of level ERROR held back meanwhile: a failed
+    run is reported by the engine on one line with the user's error (``peek2 tokenize`` printed
+    120 lines of Ray's tracebacks before it, --quiet too). Ray Data's log file keeps them."""
+    import logging
+
+    class HoldErrors(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return record.levelno < logging.ERROR
+
+    held = HoldErrors()
+    consoles = [h for h in logging.getLogger("ray.data").handlers if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+    for handler in consoles:
+        handler.addFilter(held)
+    try:
+        yield from batches
+    finally:
+        for handler in consoles:
+            handler.removeFilter(held)
+
+
+def _row(source: int, kind: str, start: int, end: int, payload: bytes = b"") -> dict[str, Any]:
+    """What an actor reads: ``kind`` "range" (bytes ``start`` to ``end`` of a JSONL file),
+    "groups" (row groups ``start`` to ``end`` of a Parquet file), "files" (sources ``start`` to
+    ``end``, whole), "lines" (JSONL lines in ``payload``, the first of them line ``start``)."""
+    return {"source": source, "kind": kind, "start": start, "end": end, "payload": payload}
 
 
 def line_ranges(path: str, size: int) -> list[tuple[int, int]]:
@@ -145,36 +180,79 @@ def line_ranges(path: str, size: int) -> list[tuple[int, int]]:
     return ranges
 
 
-class TokenizeRanges:
-    """A Ray actor that encodes byte ranges of JSONL files (rows of ``source``, ``start``, ``end``)
-    as the local engine's workers encode a unit; returns the documents' ids (``input_ids``) and,
-    where the ranges held blank lines, a last row without ids that counts them (``blank_lines``)."""
+def row_group_ranges(path: str, size: int) -> list[tuple[int, int]]:
+    """Ranges of a Parquet file's row groups of about ``size`` bytes of data each (at least one
+    range, empty for a file without groups: the actor still checks its column)."""
+    import pyarrow.parquet as pq
 
-    def __init__(self, tokenizer: Any, options: Any, paths: list[str]) -> None:
+    try:
+        metadata = pq.ParquetFile(path).metadata
+    except Exception as error:
+        raise CorpusInputError(f"{path}: cannot read as parquet: {_one_line(error)}") from None
+    ranges: list[tuple[int, int]] = []
+    start = held = 0
+    for group in range(metadata.num_row_groups):
+        held += metadata.row_group(group).total_byte_size
+        if held >= size:
+            ranges.append((start, group + 1))
+            start, held = group + 1, 0
+    if start < metadata.num_row_groups or not ranges:
+        ranges.append((start, metadata.num_row_groups))
+    return ranges
+
+
+def read_compressed(batch: Any, sources: list[Source], options: Any) -> Any:
+    """A Ray Data task: a compressed JSONL file's row becomes rows of its lines, a unit
+    (``options.unit_bytes`` of text) each; other rows pass."""
+    import pyarrow as pa
+
+    from peek2.corpus.inputs import Cursor, read_units
+
+    schema = pa.schema([("source", pa.int64()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("payload", pa.binary())])
+    for row in batch.to_pylist():
+        if row["kind"] != "files" or not sources[row["source"]].compression:
+            yield pa.Table.from_pylist([row], schema=schema)
+            continue
+        for unit in read_units(sources, Cursor(row["start"]), options.unit_bytes, options.text_key, row["end"]):
+            yield pa.Table.from_pylist([_row(unit.source, "lines", unit.line, 0, unit.payload)], schema=schema)
+
+
+class TokenizeRanges:
+    """A Ray actor that encodes what a row names (``_row``) as the local engine's workers encode
+    a unit; returns the documents' ids (``input_ids``) and, where the row held blank lines, a last
+    row without ids that counts them (``blank_lines``)."""
+
+    def __init__(self, tokenizer: Any, options: Any, sources: list[Source]) -> None:
         from peek2.ray import TokenizeBatches
 
         self.tokenizer = TokenizeBatches(tokenizer).tokenizer
         self.options = options
-        self.paths = paths
+        self.sources = sources
+        self.paths = [s.path for s in sources]
 
     def __call__(self, batch: Any) -> Any:
-        """A table a unit (a range; a compressed file gives one a ``unit_bytes`` of its text)."""
-        from peek2.corpus.documents import BadDocument, encode_unit
-        from peek2.corpus.inputs import Cursor, Source, Unit, read_units
+        """A table a unit."""
+        from peek2.corpus.documents import BadDocument, encode_unit, location
+        from peek2.corpus.inputs import Cursor, Unit, _arrow_units, read_units
 
-        columns = [batch.column(name).to_pylist() for name in ("source", "start", "end", "compression")]
-        for source, start, end, compression in zip(*columns):
+        options = self.options
+        for row in batch.to_pylist():
+            source, kind, start, end = row["source"], row["kind"], row["start"], row["end"]
             path = self.paths[source]
-            if end < 0:
-                units = read_units([Source(path, "jsonl", compression)], Cursor(), self.options.unit_bytes, self.options.text_key)
+            if kind == "range":
+                units: Any = iter([Unit("jsonl", (path, start, end), source, 0, end - start, Cursor())])
+            elif kind == "lines":
+                units = iter([Unit("jsonl", row["payload"], source, start, len(row["payload"]), Cursor())])
+            elif kind == "groups":
+                units = _arrow_units(self.sources[source], source, Cursor(source), options.unit_bytes, options.text_key, (start, end))
             else:
-                units = iter([Unit("jsonl", (path, start, end), 0, 0, end - start, Cursor())])
+                units = read_units(self.sources, Cursor(start), options.unit_bytes, options.text_key, end)
             for unit in units:
                 try:
-                    result = encode_unit(unit, self.tokenizer, self.options, [path])
-                except BadDocument as error:  # (the local engine's message: the file and its line)
-                    line = error.line if unit.line else _line_at(path, start) + error.line - 1
-                    raise ValueError(f"{path}:{line}: {error.reason}") from None
+                    result = encode_unit(unit, self.tokenizer, options, self.paths)
+                except BadDocument as error:  # (the local engine's message: the file and its line or row)
+                    line = error.line if unit.line or unit.kind != "jsonl" else _line_at(path, start) + error.line - 1
+                    raise ValueError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
                 yield self._table(result)
 
     def _table(self, result: Any) -> Any:

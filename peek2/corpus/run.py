@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 import numpy
 from librt.strings import BytesWriter
 
-from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit
+from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit, location
 from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
 from peek2.corpus.writers import WRITERS, Writer, publish, take_back, token_dtype
@@ -104,14 +104,6 @@ def _init_worker(tokenizer: Tokenizer, options: Options, paths: list[str], paren
 def _encode_in_worker(unit: Unit) -> UnitResult:
     assert _worker is not None
     return encode_unit(unit, *_worker)
-
-
-def _location(paths: list[str], kind: str, source: int, line: int) -> str:
-    if kind == "jsonl" or (kind == "text" and line):
-        return f"{paths[source]}:{line}"
-    if kind == "arrow":
-        return f"{paths[source]} row {line}"
-    return paths[source]
 
 
 # ==== The run ====
@@ -429,7 +421,7 @@ def _run(
         try:
             result = compute()
         except BadDocument as error:
-            raise _DocumentError(f"{_location(paths, unit.kind, error.source, error.line + shift)}: {error.reason}") from None
+            raise _DocumentError(f"{location(paths, unit.kind, error.source, error.line + shift)}: {error.reason}") from None
         end = unit.end
         if not counted:
             next_line[unit.source] = start + result.newlines
@@ -469,9 +461,7 @@ def _run(
                 ]
                 writer.close()
                 shutil.rmtree(run.work, ignore_errors=True)
-                # (JSONL's errors name the file and line themselves: the actors read it as the local engine does)
-                hint = "" if all(s.kind == "jsonl" for s in sources) else " (the local engine names the file and row)"
-                raise CorpusError(f"the ray engine failed: {causes[-1] if causes else type(error).__name__}{hint}") from None
+                raise CorpusError(f"the ray engine failed: {causes[-1] if causes else type(error).__name__}") from None
             stats["input_bytes"] = total_bytes
             done = Cursor(len(sources))
         elif in_process:
