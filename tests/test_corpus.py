@@ -1007,6 +1007,38 @@ def test_ray_engine_reads_every_kind_of_input(tmp_path: Path, data_dir: Path, lo
         peek2.corpus.tokenize(tmp_path / "null.parquet", tokenizer=tok, output=tmp_path / "n", engine="ray", quiet=True)
 
 
+def test_ray_engine_skips_bad_documents_as_the_local_engine(tmp_path: Path, data_dir: Path, local_ray: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--skip-bad on the ray engine (the local engine's alone before): the same files and the same
+    rejects, each named by its line in the file, also in the later byte ranges of a file, whose
+    actors do not know where their lines start."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from peek2.corpus import ray_engine
+
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 2000)
+    lines = [json.dumps({"text": f"line {k} " * (k % 9)}) for k in range(1500)]
+    for k in (3, 400, 401, 1200):
+        lines[k] = ['{"text": null}', "not json", '{"other": 1}', '"a string"'][k % 4]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join(lines[:800]) + "\n\n" + "\n".join(lines[800:]) + "\n", encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8")))
+    bad_utf8 = pa.array([b"fine", b"caf\xe9", None, b"end"], pa.binary()).cast(pa.string(), safe=False)
+    pq.write_table(pa.table({"text": bad_utf8}), tmp_path / "in" / "c.parquet", row_group_size=2)
+    (tmp_path / "in" / "d.txt").write_bytes(b"text\nand \xff\n")
+    options = {"format": "parquet", "quiet": True, "unit_bytes": 3000, "skip_bad": True}
+    local = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "local" / "o", workers=2, **options)
+    ray = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "ray" / "o", engine="ray", **options)
+    assert (ray.documents, ray.rejected, ray.blank_lines) == (local.documents, local.rejected, local.blank_lines) == (2994, 11, 1)
+    assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "")
+    rejected = [json.loads(line) for line in (tmp_path / "ray" / "o.rejects.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(Path(r["file"]).name, r["line"]) for r in rejected] == [
+        ("a.jsonl", 4), ("a.jsonl", 401), ("a.jsonl", 402), ("a.jsonl", 1202),
+        ("b.jsonl.gz", 4), ("b.jsonl.gz", 401), ("b.jsonl.gz", 402), ("b.jsonl.gz", 1201),
+        ("c.parquet", 1), ("c.parquet", 2), ("d.txt", 2),
+    ]  # fmt: skip
+
+
 def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:
     """No documents: Megatron's files with no sequence and the document index [0], an empty
     Parquet table, and no llm.c shard (fineweb.py writes none either)."""

@@ -15,13 +15,15 @@ row: bug hunts.) This process writes the rows it gets back, in input order (``pr
 with the local engine's writers: the files are the same as the local engine's. Resources: where
 read tasks run, they ask ``READ_CPUS`` (a quarter CPU) and the actors share all but
 ``READ_RESERVE`` (one CPU), so that reading always finds its CPU; with actors of one CPU each on
-every CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs. Resume
-and ``skip_bad`` are the local engine's alone.
+every CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs. ``skip_bad``
+works as there (the actors send the rejects back with each unit); resume is the local engine's.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy
@@ -253,22 +255,31 @@ class TokenizeRanges:
                 except BadDocument as error:  # (the local engine's message: the file and its line or row)
                     line = error.line if unit.line or unit.kind != "jsonl" else _line_at(path, start) + error.line - 1
                     raise ValueError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
-                yield self._table(result)
+                yield self._table(unit, result)
 
-    def _table(self, result: Any) -> Any:
+    def _table(self, unit: Any, result: Any) -> Any:
         """The documents of a unit's result as ``input_ids`` rows, then a row without ids that
-        counts its blank lines (if any)."""
+        tells the rest (``unit``, JSON): its blank lines, newlines and rejected documents, whose
+        lines in a byte range count from the range's start (``counted`` false)."""
         import pyarrow as pa
 
         values = numpy.frombuffer(result.ids, dtype=numpy.uint16 if self.options.dtype == "uint16" else numpy.uint32)
         offsets = numpy.zeros(len(result.lengths) + 1, dtype=numpy.int64)
         numpy.cumsum(result.lengths, out=offsets[1:])
         ids = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values))
-        table = pa.table({"input_ids": ids, "blank_lines": pa.array(numpy.zeros(len(result.lengths), dtype=numpy.int64))})
-        if result.blank_lines:
-            counted = pa.table({"input_ids": pa.array([None], type=ids.type), "blank_lines": pa.array([result.blank_lines], type=pa.int64())})
-            table = pa.concat_tables([table, counted])
-        return table
+        told = {
+            "source": unit.source,
+            "counted": not (unit.kind == "jsonl" and unit.line == 0),
+            "blank_lines": result.blank_lines,
+            "newlines": result.newlines,
+            "rejects": result.rejects,
+        }
+        return pa.table(
+            {
+                "input_ids": pa.concat_arrays([ids, pa.array([None], type=ids.type)]),
+                "unit": pa.array([None] * len(result.lengths) + [json.dumps(told, ensure_ascii=False)], type=pa.string()),
+            }
+        )
 
 
 def _line_at(path: str, offset: int) -> int:
@@ -284,12 +295,26 @@ def _line_at(path: str, offset: int) -> int:
     return lines
 
 
-def write_batches(batches: Any, writer: Writer, dtype: str, progress: Any, stats: dict[str, int], options: Any) -> None:
+def write_batches(
+    batches: Any, writer: Writer, dtype: str, progress: Any, stats: dict[str, int], options: Any, reject: Callable[[int, int, str], None]
+) -> None:
+    """Write the actors' batches in order; ``reject(source, line, reason)``: a document skipped
+    (``skip_bad``), its line numbered in its file."""
+    import pyarrow.compute as pc
+
+    next_line: dict[int, int] = {}  # (where the next byte range of a JSONL source starts)
     for batch in batches:
-        if "blank_lines" in batch.column_names:  # (TokenizeRanges': a row without ids counts them)
-            stats["blank_lines"] += int(numpy.sum(batch.column("blank_lines").to_numpy()))
-            if batch.column("input_ids").null_count:
-                batch = batch.filter(batch.column("input_ids").is_valid())
+        valid = batch.column("input_ids").is_valid()
+        for told in batch.filter(pc.invert(valid)).column("unit").to_pylist():
+            unit = json.loads(told)
+            stats["blank_lines"] += unit["blank_lines"]
+            shift = 0
+            if not unit["counted"]:
+                shift = next_line.get(unit["source"], 1) - 1
+                next_line[unit["source"]] = shift + 1 + unit["newlines"]
+            for source, line, reason in unit["rejects"]:
+                reject(source, line + (shift if source == unit["source"] else 0), reason)
+        batch = batch.filter(valid)
         if batch.num_rows == 0:
             continue
         column = batch.column("input_ids").combine_chunks()

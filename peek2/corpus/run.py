@@ -221,8 +221,8 @@ def tokenize(
         progress = "quiet"
     if engine not in ("local", "ray"):
         raise CorpusError(f"engine must be 'local' or 'ray', not {engine!r}")
-    if engine == "ray" and (resume or skip_bad):
-        raise CorpusError("resume and skip_bad (--resume, --skip-bad) are the local engine's: Ray Data reads the inputs on the ray engine")
+    if engine == "ray" and resume:
+        raise CorpusError("resume (--resume) is the local engine's: a ray engine's run that stops starts over")
     sources = find_inputs(inputs)
     tok = _load_tokenizer(tokenizer)
     digest = tok._content_digest()
@@ -409,6 +409,11 @@ def _run(
         run.save_manifest(manifest)
         writer.after_checkpoint()
 
+    def reject(source: int, line: int, reason: str) -> None:
+        """A document skipped (``skip_bad``), in PREFIX.rejects.jsonl."""
+        rejects.write((json.dumps({"file": paths[source], "line": line, "reason": reason}, ensure_ascii=False) + "\n").encode("utf-8"))
+        stats["rejected"] += 1
+
     # Where the next unit of each JSONL source starts, for the units whose lines the worker counted.
     next_line = {cursor.source: cursor.line}
 
@@ -429,13 +434,11 @@ def _run(
                 end = Cursor(end.source, end.position, start + result.newlines)
         writer.write(result.ids, result.lengths)
         for source, line, reason in result.rejects:
-            line += shift if source == unit.source else 0
-            rejects.write((json.dumps({"file": paths[source], "line": line, "reason": reason}, ensure_ascii=False) + "\n").encode("utf-8"))
+            reject(source, line + (shift if source == unit.source else 0), reason)
         tokens = int(result.lengths.sum())
         stats["documents"] += len(result.lengths)
         stats["tokens"] += tokens
         stats["empty_documents"] += int(numpy.count_nonzero(result.lengths == options.empty_length))
-        stats["rejected"] += len(result.rejects)
         stats["blank_lines"] += result.blank_lines
         stats["input_bytes"] += unit.input_bytes
         progress.update(unit.input_bytes, len(result.lengths), tokens)
@@ -449,7 +452,7 @@ def _run(
 
             batches, workers = ray_batches(sources, options, tok, ray[0], ray[1], progress.mode == "quiet")
             try:
-                write_batches(batches, writer, options.dtype, progress, stats, options)
+                write_batches(batches, writer, options.dtype, progress, stats, options, reject)
             except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
                 # The user's error is the last "SomeError: ..." line of Ray's report. No resume on
                 # this engine: the work folder goes.
