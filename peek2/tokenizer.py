@@ -580,8 +580,8 @@ class Tokenizer:
         self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
     ) -> list[list[int]]:
         """``[encode(text) for text in texts]``."""
-        if isinstance(texts, str):
-            raise TypeError("encode_batch expects a sequence of str, not a single str")
+        if isinstance(texts, (str, bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
+            raise TypeError(f"encode_batch expects a sequence of str, not {_one_value(texts)}")
         encode = self.encode
         out: list[list[int]] = []
         for k, text in enumerate(texts):
@@ -617,8 +617,8 @@ class Tokenizer:
         """
         import numpy  # (an optional dependency: peek2[corpus])
 
-        if isinstance(texts, str):
-            raise TypeError("encode_batch_flat expects a sequence of str, not a single str")
+        if isinstance(texts, (str, bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
+            raise TypeError(f"encode_batch_flat expects a sequence of str, not {_one_value(texts)}")
         add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
         split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
         if dtype not in ("uint16", "int32", "uint32", "int64"):
@@ -756,8 +756,11 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> bytes:
         """The bytes of ``ids`` (no UTF-8 decoding)."""
-        if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
+            # (a set or a dict has no order to decode in: tokenizers refuses them too)
             raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
+        if _is_array(ids) and getattr(getattr(ids, "dtype", None), "kind", "i") not in "iuO":
+            raise TypeError(f"ids must be integers, not an array of {getattr(ids, 'dtype')}")
         values: list[Any] = getattr(ids, "tolist")() if _is_array(ids) else ids if type(ids) is list else list(ids)
         if not isinstance(values, list):  # a 0-d array
             raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
@@ -768,21 +771,21 @@ class Tokenizer:
             data = None
         if data is not None:
             return data
-        try:
-            # Indexing takes any __index__ integer; a negative one would index from the end.
-            if not values or min(values) >= 0:
-                return b"".join([table[token_id] for token_id in values])
-        except (TypeError, IndexError):
-            pass
-        for token_id in values:  # name the first id that is wrong
+        # Other integers (NumPy scalars in a list, objects with __index__), or a wrong id to name:
+        # one at a time. (min() of __index__ objects that are not ints raised TypeError, and the
+        # loop that named the wrong id found none: an AssertionError; a bug hunt.)
+        parts: list[bytes] = []
+        for token_id in values:
             if not hasattr(type(token_id), "__index__"):
                 raise TypeError(f"ids must be int, not {type(token_id).__name__} ({token_id!r})")
             index = operator.index(token_id)
             if not 0 <= index < len(table):
                 raise ValueError(f"token id {index} is not in the vocabulary (0..{len(table) - 1})")
-            if table[index] is None:
+            part = table[index]
+            if part is None:
                 raise ValueError(f"token id {index} is no token of the vocabulary (a gap in its ids)")
-        raise AssertionError("unreachable: every id was valid")
+            parts.append(part)
+        return b"".join(parts)
 
     def _decode_table(self, skip_special_tokens: bool) -> tuple[bytes | None, ...]:
         """The bytes of each id (None where there is no token), special tokens empty when skipped."""
@@ -824,7 +827,14 @@ class Tokenizer:
             texts = [None] * len(documents)
         if None not in texts:
             return texts  # type: ignore[return-value]  # (every one decoded)
-        return [text if text is not None else self.decode(ids, skip_special_tokens) for text, ids in zip(texts, documents)]
+        return [text if text is not None else self._decode_one(k, documents[k], skip_special_tokens) for k, text in enumerate(texts)]
+
+    def _decode_one(self, index: int, ids: Iterable[SupportsIndex], skip_special_tokens: bool) -> str:
+        """``decode(ids)``, its error naming the document (``batch[index]``), as encode_batch names its texts."""
+        try:
+            return self.decode(ids, skip_special_tokens)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"batch[{index}]: {error}") from None
 
     # ==== Vocabulary ====
 
@@ -845,6 +855,8 @@ class Tokenizer:
 
     def id_to_bytes(self, token_id: int) -> bytes:
         """The bytes of one token."""
+        if not hasattr(type(token_id), "__index__") or _is_array(token_id) and getattr(token_id, "ndim", 0) != 0:
+            raise TypeError(f"token_id must be an int, not {type(token_id).__name__}")
         return self.decode_bytes([token_id])
 
     @property
@@ -961,6 +973,11 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
     if name == "NFC":
         return nfc
     raise NotImplementedError(f"normalizer {name!r} is not supported")
+
+
+def _one_value(texts: object) -> str:
+    """What a batch call was given instead of a sequence of texts."""
+    return "a single str" if isinstance(texts, str) else type(texts).__name__
 
 
 def _is_array(ids: object) -> bool:

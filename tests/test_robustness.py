@@ -134,6 +134,55 @@ def test_decode_defaults_and_integer_types_as_tokenizers(llama: tuple[Tokenizer,
         tok.decode("9906")  # type: ignore[arg-type]
 
 
+class _Index:
+    """An integer that is no int: only ``__index__``."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_ids_and_flags_a_hunt_passed_to_the_api(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """A bug hunt: ids with ``__index__`` that are no ints (as the docstring promises) raised an
+    internal AssertionError in decode, decode_batch, the stream decoder and its prefill; a set, a
+    dict or an array of bools decoded (tokenizers refuses them); a bad document of decode_batch was
+    not named; the serving constructors took "no" as true (a BOS added, special tokens split);
+    encode_batch(b"abc") complained of an int; id_to_bytes of an array failed in NumPy."""
+    import numpy as np
+
+    tok, ref = llama
+    ids = [9906, 1917, 128009]
+    assert tok.decode([_Index(i) for i in ids], skip_special_tokens=False) == ref.decode(ids, skip_special_tokens=False)  # type: ignore[misc]
+    assert tok.decode_batch([[_Index(i) for i in ids]]) == ref.decode_batch([ids])  # type: ignore[list-item]
+    assert tok.stream_decoder(prefill=[_Index(9906)]).feed([_Index(1917)]) == " world"  # type: ignore[list-item]
+    for unordered in ({9906, 1917}, {9906: 0}, frozenset([9906])):
+        with pytest.raises(TypeError, match="sequence of int"):
+            tok.decode(unordered)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="array of bool"):
+        tok.decode(np.array([True]))
+    with pytest.raises(ValueError, match=r"^batch\[1\]: token id -1 is not in the vocabulary"):
+        tok.decode_batch([[9906], [-1]])
+    for make, name in (
+        (lambda: tok.stream_encoder(add_special_tokens="no"), "add_special_tokens"),  # type: ignore[arg-type]
+        (lambda: tok.stream_encoder(split_special_tokens="no"), "split_special_tokens"),  # type: ignore[arg-type]
+        (lambda: tok.prompt_session(add_special_tokens="no"), "add_special_tokens"),  # type: ignore[arg-type]
+        (lambda: tok.prompt_session(split_special_tokens=1), "split_special_tokens"),  # type: ignore[arg-type]
+        (lambda: tok.prompt_cache(add_special_tokens="false"), "add_special_tokens"),  # type: ignore[arg-type]
+        (lambda: tok.stream_decoder(skip_special_tokens=None), "skip_special_tokens"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError, match=f"^{name} must be a bool"):
+            make()
+    assert tok.prompt_session(add_special_tokens=np.bool_(False)).append("hi") == (0, ref.encode("hi", add_special_tokens=False).ids)
+    for texts in (b"abc", bytearray(b"abc"), 5):
+        with pytest.raises(TypeError, match=f"expects a sequence of str, not {type(texts).__name__}"):
+            tok.encode_batch(texts)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="token_id must be an int, not ndarray"):
+        tok.id_to_bytes(np.array([1, 2]))  # type: ignore[arg-type]
+    assert tok.id_to_bytes(np.int64(9906)) == b"Hello"  # type: ignore[arg-type]
+
+
 def test_pickle_holds_absolute_path_and_content(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 7: a pickled Tokenizer stored the path as given (a relative path broke in another working
     directory) and a file changed on disk loaded silently as another vocabulary."""

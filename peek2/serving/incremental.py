@@ -41,6 +41,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import first_surrogate, surrogate_error
 from peek2.serving.stream_engine import StreamState
 from peek2.serving.streaming import StreamEncoder, plan_of
@@ -120,8 +121,8 @@ class PromptCache:
             raise ValueError(f"max_prompts must be an int >= 1, not {max_prompts!r}")
         plan_of(tokenizer)  # refuse a tokenizer the streaming encoder cannot handle, now
         self._tok = tokenizer
-        self._add_special = bool(add_special_tokens)
-        self._split_special = bool(split_special_tokens)
+        self._add_special = as_flag(add_special_tokens, "add_special_tokens")
+        self._split_special = as_flag(split_special_tokens, "split_special_tokens")
         self.max_prompts = max_prompts
         self._entries: OrderedDict[int, _Entry] = OrderedDict()  # id(entry) -> entry, oldest first
         self._lock = threading.Lock()

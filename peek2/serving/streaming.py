@@ -81,6 +81,7 @@ import codecs
 import operator
 from typing import TYPE_CHECKING, Iterable, SupportsIndex, Union
 
+from peek2.bpe.merger import as_flag
 from peek2.serving.stream_engine import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
 
 if TYPE_CHECKING:
@@ -122,7 +123,8 @@ class StreamEncoder:
     """
 
     def __init__(self, tokenizer: Tokenizer, add_special_tokens: bool = False, *, split_special_tokens: bool = False) -> None:
-        self._stream = StreamEngine(tokenizer, bool(add_special_tokens), bool(split_special_tokens))
+        # (checked, not bool(): "no" read as true added the special tokens; a bug hunt)
+        self._stream = StreamEngine(tokenizer, as_flag(add_special_tokens, "add_special_tokens"), as_flag(split_special_tokens, "split_special_tokens"))
 
     @property
     def pending_chars(self) -> int:
@@ -182,7 +184,7 @@ class StreamDecoder:
 
     def __init__(self, tokenizer: Tokenizer, skip_special_tokens: bool = False, *, prefill: Iterable[int] = ()) -> None:
         self._tok = tokenizer
-        self._skip = bool(skip_special_tokens)
+        self._skip = as_flag(skip_special_tokens, "skip_special_tokens")
         self._table = tokenizer._decode_table(self._skip)  # special tokens empty when skipped
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         if isinstance(prefill, (str, bytes)) or not isinstance(prefill, Iterable):
