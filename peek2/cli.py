@@ -379,7 +379,7 @@ def _split(args: argparse.Namespace, out: _Output) -> int:
 
 # Options of ``peek2 tokenize`` passed to ``peek2.corpus.tokenize`` under the same name.
 _TOKENIZE_OPTIONS = (
-    "tokenizer", "output", "format", "workers", "text_key", "append_eos", "eos_token", "add_special_tokens", "shard_size",
+    "tokenizer", "output", "format", "workers", "text_key", "append_eos", "eos_token", "add_special_tokens", "split_special_tokens", "shard_size",
     "resume", "skip_bad", "force", "quiet", "progress_seconds", "unit_bytes", "checkpoint_seconds", "engine", "ray_address",
 )  # fmt: skip
 
@@ -425,6 +425,12 @@ def _tokenize_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--append-eos", action="store_true", help="end every non-empty document with the end-of-text token (Megatron's --append-eod, whose token is the model config's eos_token: see --eos-token)")
     parser.add_argument("--eos-token", default=None, help="the end-of-text token (default: the first of <|endoftext|>, <|end_of_text|>, ... the tokenizer has; e.g. <|eot_id|> for an instruct model)")
     parser.add_argument("--add-special-tokens", action="store_true", help="add the tokenizer's own special tokens (BOS) to every document")
+    parser.add_argument(
+        "--split-special-tokens",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="an added token's text in a document (<|endoftext|>) is encoded as text, not as the token (default: yes for llmc, as llm.c's fineweb.py; no for megatron and parquet)",
+    )
     parser.add_argument("--shard-size", type=int, default=10**8, help="llmc: ids a shard (default 100,000,000)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
     parser.add_argument("--skip-bad", action="store_true", help="skip bad documents, listing each in PREFIX.rejects.jsonl")

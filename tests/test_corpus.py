@@ -51,8 +51,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Pa
     return path, texts
 
 
-def reference_ids(data_dir: Path, name: str, texts: list[str]) -> list[list[int]]:
+def reference_ids(data_dir: Path, name: str, texts: list[str], split_special_tokens: bool = False) -> list[list[int]]:
     reference = tokenizers.Tokenizer.from_file(tokenizer_path(data_dir, name))
+    reference.encode_special_tokens = split_special_tokens  # (llmc's default: fineweb.py encodes added tokens' text as text)
     return [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
 
 
@@ -93,7 +94,42 @@ def test_llmc_equals_reference(tmp_path: Path, data_dir: Path, corpus: tuple[Pat
     eot = 151643  # <|endoftext|>
     assert dtype == np.uint32  # llm.c's llama-3 layout (magic 20240801, version 7) for vocabularies past uint16
     assert counts[:-1] == [shard] * (len(shards) - 1) and 0 < counts[-1] <= shard
-    assert split_llmc_documents(ids, eot) == reference_ids(data_dir, QWEN, texts)
+    assert split_llmc_documents(ids, eot) == reference_ids(data_dir, QWEN, texts, split_special_tokens=True)
+
+
+def test_special_token_text_in_documents_per_format(tmp_path: Path, data_dir: Path) -> None:
+    """A bug hunt: llm.c's fineweb.py encodes a document's text as text (tiktoken's
+    encode_ordinary; tokenizers' encode with split_special_tokens=True), so that a quoted
+    "<|endoftext|>" is no document boundary; peek2's llmc shards held the token's id. llmc now
+    splits added tokens' text by default, megatron and parquet match them (as Megatron's and
+    datatrove's tokenizers do), and --split-special-tokens / --no-split-special-tokens choose."""
+    texts = ["hi <|endoftext|> there <|im_start|>", "plain", "<|im_end|>"]
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    tok = tokenizer_path(data_dir, QWEN)
+    reference = tokenizers.Tokenizer.from_file(tok)
+    matched = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    reference.encode_special_tokens = True
+    split = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+    assert matched != split
+    eot = 151643
+    for name, fmt, flag, expected in (("a", "llmc", None, split), ("b", "llmc", False, matched), ("c", "megatron", None, matched), ("d", "parquet", True, split)):
+        peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / name, format=fmt, split_special_tokens=flag, quiet=True)
+        if fmt == "llmc":  # (fineweb.py's stream: eot, then the document's ids, a document after another)
+            assert read_llmc([str(tmp_path / f"{name}_000000.bin")])[0] == [i for ids in expected for i in [eot, *ids]], name
+            continue
+        if fmt == "megatron":
+            got = read_megatron(str(tmp_path / f"{name}_text_document"))[0]
+        else:
+            got = read_parquet(str(tmp_path / f"{name}.parquet"))[0]
+        assert got == expected, name
+    cli = subprocess.run(
+        _cli(str(path), "--tokenizer", tok, "--output", str(tmp_path / "e"), "--format", "megatron", "--split-special-tokens", "--quiet"), capture_output=True, text=True, timeout=300
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert read_megatron(str(tmp_path / "e_text_document"))[0] == split
+    with pytest.raises(CorpusError, match="split_special_tokens must be True, False or None"):
+        peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "f", format="llmc", split_special_tokens="yes", quiet=True)  # type: ignore[arg-type]
 
 
 def test_parquet_equals_reference(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
@@ -506,6 +542,18 @@ def test_inputs_outputs_and_messages_a_second_hunt_broke(tmp_path: Path, data_di
     assert not list(tmp_path.glob(".*"))
     with pytest.raises(CorpusError, match="tokenizer missing/tokenizer.json: no such file"):
         peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "t", **{**run, "tokenizer": "missing/tokenizer.json"})
+    # A file where the work folder goes ("cannot write: Not a directory", exit status 1, with
+    # --force); more workers than 4 a CPU (each a process: 99999999999 would have started).
+    (tmp_path / "w.peek2-work").write_text("mine", encoding="utf-8")
+    for force in (False, True):
+        with pytest.raises(CorpusError, match=r"w\.peek2-work is in the way: a file where this run's work folder goes"):
+            peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "w", force=force, **run)
+    assert (tmp_path / "w.peek2-work").read_text(encoding="utf-8") == "mine"
+    for workers in (99_999_999_999, 4 * len(os.sched_getaffinity(0)) + 1):
+        with pytest.raises(CorpusError, match=f"workers {workers} is more than 4 per CPU"):
+            peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "many", **{**run, "workers": workers})
+    with pytest.raises(CorpusError, match="workers must be a positive int, not True"):
+        peek2.corpus.tokenize(tmp_path / "b.jsonl", output=tmp_path / "many", **{**run, "workers": True})
 
     # A file-level error's advice; a malformed state.json.
     import pyarrow as pa
@@ -884,8 +932,6 @@ def test_ray_engine_writes_the_local_engines_files(
         stats = peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "ray" / fmt, engine="ray", **options)
         assert stats.workers == 2
     assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "") and len(files_bytes(tmp_path / "local", "")) > 4
-    with pytest.raises(CorpusError, match="local engine's"):
-        peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "r", format="llmc", engine="ray", resume=True, quiet=True)
 
 
 def test_tokenize_batches_in_map_batches(data_dir: Path, corpus: tuple[Path, list[str]], local_ray: object) -> None:
@@ -939,9 +985,13 @@ def test_progress_lines_summary_and_quiet(tmp_path: Path, data_dir: Path, corpus
 def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text('{"text": "fine"}\n{"text": null}\n', encoding="utf-8")
-    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: \S*bad.jsonl:2: field 'text' is null, not a string"):
+    with pytest.raises(CorpusError, match=r"the ray engine failed: ValueError: \S*bad.jsonl:2: field 'text' is null, not a string \(the work so far is kept"):
         peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", engine="ray", quiet=True)
-    assert not list(tmp_path.glob("o_text_document.*")) and not (tmp_path / "o.peek2-work").exists()
+    assert not list(tmp_path.glob("o_text_document.*")) and (tmp_path / "o.peek2-work").exists()
+    stats = peek2.corpus.tokenize(
+        path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", engine="ray", quiet=True, resume=True, skip_bad=True
+    )
+    assert (stats.documents, stats.rejected) == (1, 1) and not (tmp_path / "o.peek2-work").exists()
 
 
 def test_ray_engine_reads_as_the_local_engine(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
@@ -967,7 +1017,7 @@ def test_ray_engine_reads_as_the_local_engine(tmp_path: Path, data_dir: Path, lo
         two = b'{"text": "a"}\n{"text": "a"} {"text": "b"}\n'
         (tmp_path / name).write_bytes(gzip.compress(two) if name.endswith(".gz") else two)
         with pytest.raises(CorpusError, match=rf"the ray engine failed: ValueError: \S*{name}:2: malformed JSON: Extra data"):
-            peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / "two", engine="ray", quiet=True)
+            peek2.corpus.tokenize(tmp_path / name, tokenizer=tok, output=tmp_path / f"out-{name}", engine="ray", quiet=True)
 
 
 def test_ray_engine_reads_every_kind_of_input(tmp_path: Path, data_dir: Path, local_ray: object, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -994,17 +1044,48 @@ def test_ray_engine_reads_every_kind_of_input(tmp_path: Path, data_dir: Path, lo
     options = {"format": "megatron", "append_eos": True, "quiet": True, "unit_bytes": 5000}
     sources = find_inputs([str(tmp_path / "in")])
     assert [s.kind for s in sources] == ["jsonl", "parquet", "text", "text", "text", "text", "text", "text", "jsonl"]
-    dataset, rows = ray_engine.units_dataset(sources, Options("megatron", "text", True, 0, False, 0, 5000, "int32", False))
+    dataset, rows, reads = ray_engine.units_dataset(sources, Options("megatron", "text", True, 0, False, 0, 5000, "int32", False))
     kinds = [row["kind"] for row in dataset.materialize().iter_rows()]
-    assert rows > 10 and kinds.count("lines") > 5 and {"groups", "files", "range"} <= set(kinds)
+    assert rows > 10 and reads and kinds.count("lines") > 5 and {"groups", "files", "range"} <= set(kinds)
     assert dataset.materialize().num_blocks() == len(kinds)
     local = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "local" / "o", workers=2, **options)
     ray = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "ray" / "o", engine="ray", **options)
     assert (ray.documents, ray.tokens, ray.blank_lines) == (local.documents, local.tokens, local.blank_lines) == (6906, ray.tokens, 1)
     assert files_bytes(tmp_path / "ray", "") == files_bytes(tmp_path / "local", "")
     pq.write_table(pa.table({"text": ["a"] * 700 + [None]}), tmp_path / "null.parquet", row_group_size=300)
-    with pytest.raises(CorpusError, match=r"^the ray engine failed: ValueError: \S*null.parquet row 700: column 'text' is null$"):
+    with pytest.raises(CorpusError, match=r"^the ray engine failed: ValueError: \S*null.parquet row 700: column 'text' is null \(the work so far"):
         peek2.corpus.tokenize(tmp_path / "null.parquet", tokenizer=tok, output=tmp_path / "n", engine="ray", quiet=True)
+
+
+def test_a_stopped_ray_run_resumes_to_the_same_bytes(tmp_path: Path, data_dir: Path, local_ray: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--resume on the ray engine (it started over): a run stopped after any of its checkpoints
+    (a byte range, a compressed file's unit, row groups, text files) resumes, on Ray or on the
+    local engine, to the files of a run never stopped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from peek2.corpus import ray_engine
+
+    monkeypatch.setattr(ray_engine, "RANGE_BYTES", 4000)
+    lines = [json.dumps({"text": f"line {k} " * (k % 9)}) for k in range(700)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl.gz").write_bytes(gzip.compress(("\n".join(lines[:300]) + "\n").encode("utf-8")))
+    pq.write_table(pa.table({"text": [f"row {k} " * (k % 7) for k in range(900)]}), tmp_path / "in" / "c.parquet", row_group_size=100)
+    for k in range(3):
+        (tmp_path / "in" / f"d{k}.txt").write_text(f"text {k} " * 50, encoding="utf-8")
+    tok = tokenizer_path(data_dir, LLAMA)
+    options = {"format": "llmc", "shard_size": 3000, "quiet": True, "unit_bytes": 3000}
+    whole = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "whole" / "o", workers=2, **options)
+    expected = files_bytes(tmp_path / "whole", "")
+    for stop, engine in ((3, "ray"), (9, "local"), (16, "ray")):
+        out = tmp_path / f"stopped{stop}" / "o"
+        _stop_after(monkeypatch, stop)
+        with pytest.raises(_Stop):
+            peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=out, engine="ray", checkpoint_seconds=0.0, **options)
+        stats = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=out, engine=engine, resume=True, **options)
+        assert stats.resumed and (stats.documents, stats.tokens, stats.blank_lines) == (whole.documents, whole.tokens, whole.blank_lines)
+        assert files_bytes(out.parent, "") == expected, stop
 
 
 def test_ray_engine_skips_bad_documents_as_the_local_engine(tmp_path: Path, data_dir: Path, local_ray: object, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,7 @@ class Options:
     dtype: str
     skip_bad: bool
     empty_length: int = 0  # the ids an empty document is written as (delimiters, special tokens)
+    split_special_tokens: bool = False  # an added token's text in a document is text, not the token
 
 
 @dataclass
@@ -147,14 +148,14 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
     last_id = options.eos_id if options.append_eos else -1
     out = BytesWriter()
     try:
-        lengths = tokenizer._write_flat(texts, out, wide, options.add_special_tokens, False, first_id, last_id)
+        lengths = tokenizer._write_flat(texts, out, wide, options.add_special_tokens, options.split_special_tokens, first_id, last_id)
     except ValueError:  # a lone surrogate (from a JSON escape): find it, one document at a time
         out = BytesWriter()
         lengths = []
         for text, (source, line) in zip(texts, where):
             mark = len(out)
             try:
-                lengths.extend(tokenizer._write_flat([text], out, wide, options.add_special_tokens, False, first_id, last_id))
+                lengths.extend(tokenizer._write_flat([text], out, wide, options.add_special_tokens, options.split_special_tokens, first_id, last_id))
             except ValueError as error:
                 out.truncate(mark)
                 bad(source, line, str(error).replace("texts[0]: ", ""))

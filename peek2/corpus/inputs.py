@@ -481,6 +481,7 @@ def _arrow_units(
     import pyarrow as pa
 
     row = 0
+    whole = True  # (read to the file's end: the last unit's cursor is the next file's start)
     try:
         if source.kind == "parquet":
             import pyarrow.parquet as pq
@@ -492,6 +493,7 @@ def _arrow_units(
             # Row groups before the first row wanted (a resumed run's) are not read at all (they
             # were read and dropped, a batch at a time).
             start, end = groups if groups is not None else (0, metadata.num_row_groups)
+            whole = end >= metadata.num_row_groups
             for group in range(start):
                 row += metadata.row_group(group).num_rows
             while start < end and row + metadata.row_group(start).num_rows <= first.position:
@@ -557,7 +559,8 @@ def _arrow_units(
                 pending, pending_bytes = [], 0
     if pending:
         unit_rows = sum(len(a) for a in pending)
-        yield Unit("arrow", pa.concat_arrays(pending), index, row - unit_rows, share(row - unit_rows, rows), Cursor(index + 1))
+        last = Cursor(index + 1) if whole else Cursor(index, row, 1)
+        yield Unit("arrow", pa.concat_arrays(pending), index, row - unit_rows, share(row - unit_rows, rows if whole else row), last)
 
 
 def _read_checked(batches: Iterator[Any], source: Source) -> Iterator[Any]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy
 
-from peek2.corpus.inputs import CorpusInputError, Source, _one_line
+from peek2.corpus.inputs import CorpusInputError, Cursor, Source, _one_line
 from peek2.corpus.writers import Writer
 
 READ_CPUS = 0.25
@@ -45,7 +45,7 @@ peak RSS 2.82 GB instead of 4.34 GB; ids written from the batches' buffers (no `
 
 
 def ray_batches(
-    sources: list[Source], options: Any, tokenizer_source: Any, actors: int | None, ray_address: str | None, quiet: bool = False
+    sources: list[Source], options: Any, tokenizer_source: Any, actors: int | None, ray_address: str | None, quiet: bool = False, start: Cursor = Cursor()
 ) -> Any:
     """Batches (pyarrow Tables with ``input_ids``) of the corpus, in input order, and the number of actors."""
     try:
@@ -61,8 +61,7 @@ def ray_batches(
     if not ray.is_initialized():
         ray.init(address=ray_address, log_to_driver=False, include_dashboard=False, **({"logging_level": "ERROR"} if quiet else {}))
     sources = [Source(os.path.abspath(s.path), s.kind, s.compression) for s in sources]
-    dataset, rows = units_dataset(sources, options, quiet)
-    reads = any(s.compression for s in sources)
+    dataset, rows, reads = units_dataset(sources, options, quiet, start)
     cpus = float(ray.cluster_resources().get("CPU", 1))
     count = actors or max(1, int(cpus))
     if not reads:
@@ -80,9 +79,10 @@ def ray_batches(
     return _errors_reported_once(tokenized.iter_batches(batch_format="pyarrow", batch_size=None)), count
 
 
-def units_dataset(sources: list[Source], options: Any, quiet: bool = False) -> tuple[Any, int]:
-    """The Ray dataset of what the actors read (``_row``), a unit a block, and its rows before the
-    read tasks (which give a row a unit of a compressed file)."""
+def units_dataset(sources: list[Source], options: Any, quiet: bool = False, start: Cursor = Cursor()) -> tuple[Any, int, bool]:
+    """The Ray dataset of what the actors read (``_row``) from ``start`` on (a resumed run's
+    cursor), a unit a block; its rows before the read tasks (which give a row a unit of a
+    compressed file); whether it has read tasks (the actors must leave them CPU)."""
     import ray.data
 
     # What the actors read (TokenizeRanges), a row each, so that the text is not sent through the
@@ -93,7 +93,9 @@ def units_dataset(sources: list[Source], options: Any, quiet: bool = False) -> t
     # lines on in units, which any actor takes.
     rows: list[dict[str, Any]] = []
     text_bytes = RANGE_BYTES  # (of the last row of text files: one that is full takes no more)
-    for k, source in enumerate(sources):
+    for k in range(start.source, len(sources)):
+        source = sources[k]
+        first = start if k == start.source else Cursor(k)
         if source.kind == "text":
             if text_bytes >= RANGE_BYTES:
                 rows.append(_row(k, "files", k, k + 1))
@@ -103,11 +105,11 @@ def units_dataset(sources: list[Source], options: Any, quiet: bool = False) -> t
             continue
         text_bytes = RANGE_BYTES
         if source.kind == "parquet":
-            rows.extend(_row(k, "groups", a, b) for a, b in row_group_ranges(source.path, RANGE_BYTES))
+            rows.extend(_row(k, "groups", a, b, first) for a, b in row_group_ranges(source.path, RANGE_BYTES, first.position))
         elif source.kind == "jsonl" and not source.compression:
-            rows.extend(_row(k, "range", a, b) for a, b in line_ranges(source.path, RANGE_BYTES))
+            rows.extend(_row(k, "range", a, b) for a, b in line_ranges(source.path, RANGE_BYTES, first.position))
         else:
-            rows.append(_row(k, "files", k, k + 1))
+            rows.append(_row(k, "files", k, k + 1, first))
     dataset = ray.data.from_items(rows, override_num_blocks=max(1, len(rows)))
     # The run's settings go to its dataset's context (a copy), not to the process's current one.
     context = dataset.context
@@ -119,13 +121,14 @@ def units_dataset(sources: list[Source], options: Any, quiet: bool = False) -> t
     # block goes to one actor: a compressed file's units all went to the same actor. (A block
     # ends when it exceeds the target: units, about ``unit_bytes`` each, exceed half of it.)
     context.target_max_block_size = max(1, min(context.target_max_block_size or options.unit_bytes, options.unit_bytes // 2))
-    if any(s.compression for s in sources):
+    reads = any(row["kind"] == "files" and sources[row["source"]].compression for row in rows)
+    if reads:
         # (Read tasks ask READ_CPUS each and the actors share all but READ_RESERVE: a read always
         # finds its CPU; read tasks asking the default 1 CPU beside 2 actors of 0.75 on 2 CPUs hung.)
         dataset = dataset.map_batches(
             read_compressed, fn_kwargs={"sources": sources, "options": options}, batch_size=1, batch_format="pyarrow", num_cpus=READ_CPUS
         )
-    return dataset, len(rows)
+    return dataset, len(rows), reads
 
 
 def _errors_reported_once(batches: Any) -> Any:
@@ -147,20 +150,26 @@ def _errors_reported_once(batches: Any) -> Any:
     finally:
         for handler in consoles:
             handler.removeFilter(held)
+        close = getattr(batches, "close", None)
+        if close is not None:  # (a run stopped here: Ray Data's execution stops, its actors go)
+            close()
 
 
-def _row(source: int, kind: str, start: int, end: int, payload: bytes = b"") -> dict[str, Any]:
+def _row(source: int, kind: str, start: int, end: int, first: Cursor | None = None, payload: bytes = b"", unit: str = "") -> dict[str, Any]:
     """What an actor reads: ``kind`` "range" (bytes ``start`` to ``end`` of a JSONL file),
     "groups" (row groups ``start`` to ``end`` of a Parquet file), "files" (sources ``start`` to
-    ``end``, whole), "lines" (JSONL lines in ``payload``, the first of them line ``start``)."""
-    return {"source": source, "kind": kind, "start": start, "end": end, "payload": payload}
+    ``end``, whole), "lines" (JSONL lines in ``payload``, the first of them line ``start``;
+    ``unit``: the unit's end cursor and input bytes, JSON). ``first``: where reading starts in
+    the first source (a resumed run's cursor; row or position and line)."""
+    position, line = (first.position, first.line) if first is not None and first.source == source else (0, 1)
+    return {"source": source, "kind": kind, "start": start, "end": end, "position": position, "line": line, "payload": payload, "unit": unit}
 
 
-def line_ranges(path: str, size: int) -> list[tuple[int, int]]:
-    """Byte ranges of about ``size`` covering the file, each ending after a newline (or at its end)."""
+def line_ranges(path: str, size: int, start: int = 0) -> list[tuple[int, int]]:
+    """Byte ranges of about ``size`` covering the file from ``start`` (a line's start), each
+    ending after a newline (or at its end)."""
     total = os.path.getsize(path)
     ranges: list[tuple[int, int]] = []
-    start = 0
     with open(path, "rb") as handle:
         while start < total:
             end = start + size
@@ -182,9 +191,10 @@ def line_ranges(path: str, size: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def row_group_ranges(path: str, size: int) -> list[tuple[int, int]]:
-    """Ranges of a Parquet file's row groups of about ``size`` bytes of data each (at least one
-    range, empty for a file without groups: the actor still checks its column)."""
+def row_group_ranges(path: str, size: int, first_row: int = 0) -> list[tuple[int, int]]:
+    """Ranges of a Parquet file's row groups of about ``size`` bytes of data each, from the group
+    of row ``first_row`` on (at least one range, empty for a file without groups: the actor
+    still checks its column)."""
     import pyarrow.parquet as pq
 
     try:
@@ -192,8 +202,12 @@ def row_group_ranges(path: str, size: int) -> list[tuple[int, int]]:
     except Exception as error:
         raise CorpusInputError(f"{path}: cannot read as parquet: {_one_line(error)}") from None
     ranges: list[tuple[int, int]] = []
-    start = held = 0
+    start = held = rows = 0
     for group in range(metadata.num_row_groups):
+        rows += metadata.row_group(group).num_rows
+        if rows <= first_row:  # (before a resumed run's row)
+            start = group + 1
+            continue
         held += metadata.row_group(group).total_byte_size
         if held >= size:
             ranges.append((start, group + 1))
@@ -208,15 +222,19 @@ def read_compressed(batch: Any, sources: list[Source], options: Any) -> Any:
     (``options.unit_bytes`` of text) each; other rows pass."""
     import pyarrow as pa
 
-    from peek2.corpus.inputs import Cursor, read_units
+    from peek2.corpus.inputs import read_units
 
-    schema = pa.schema([("source", pa.int64()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("payload", pa.binary())])
+    schema = pa.schema(
+        [(name, pa.int64()) for name in ("source", "start", "end", "position", "line")]
+        + [("kind", pa.string()), ("payload", pa.binary()), ("unit", pa.string())]
+    )
     for row in batch.to_pylist():
         if row["kind"] != "files" or not sources[row["source"]].compression:
             yield pa.Table.from_pylist([row], schema=schema)
             continue
-        for unit in read_units(sources, Cursor(row["start"]), options.unit_bytes, options.text_key, row["end"]):
-            yield pa.Table.from_pylist([_row(unit.source, "lines", unit.line, 0, unit.payload)], schema=schema)
+        for unit in read_units(sources, Cursor(row["start"], row["position"], row["line"]), options.unit_bytes, options.text_key, row["end"]):
+            told = json.dumps({"end": unit.end.to_json(), "input_bytes": unit.input_bytes})
+            yield pa.Table.from_pylist([_row(unit.source, "lines", unit.line, 0, None, unit.payload, told)], schema=schema)
 
 
 class TokenizeRanges:
@@ -235,20 +253,22 @@ class TokenizeRanges:
     def __call__(self, batch: Any) -> Any:
         """A table a unit."""
         from peek2.corpus.documents import BadDocument, encode_unit, location
-        from peek2.corpus.inputs import Cursor, Unit, _arrow_units, read_units
+        from peek2.corpus.inputs import Unit, _arrow_units, read_units
 
         options = self.options
         for row in batch.to_pylist():
             source, kind, start, end = row["source"], row["kind"], row["start"], row["end"]
             path = self.paths[source]
-            if kind == "range":
-                units: Any = iter([Unit("jsonl", (path, start, end), source, 0, end - start, Cursor())])
+            first = Cursor(source, row["position"], row["line"])
+            if kind == "range":  # (its end's line: the writing process counts the lines)
+                units: Any = iter([Unit("jsonl", (path, start, end), source, 0, end - start, Cursor(source, end, 0))])
             elif kind == "lines":
-                units = iter([Unit("jsonl", row["payload"], source, start, len(row["payload"]), Cursor())])
+                told = json.loads(row["unit"])
+                units = iter([Unit("jsonl", row["payload"], source, start, told["input_bytes"], Cursor.from_json(told["end"]))])
             elif kind == "groups":
-                units = _arrow_units(self.sources[source], source, Cursor(source), options.unit_bytes, options.text_key, (start, end))
+                units = _arrow_units(self.sources[source], source, first, options.unit_bytes, options.text_key, (start, end))
             else:
-                units = read_units(self.sources, Cursor(start), options.unit_bytes, options.text_key, end)
+                units = read_units(self.sources, first, options.unit_bytes, options.text_key, end)
             for unit in units:
                 try:
                     result = encode_unit(unit, self.tokenizer, options, self.paths)
@@ -273,6 +293,8 @@ class TokenizeRanges:
             "blank_lines": result.blank_lines,
             "newlines": result.newlines,
             "rejects": result.rejects,
+            "end": unit.end.to_json(),
+            "input_bytes": unit.input_bytes,
         }
         return pa.table(
             {
@@ -296,36 +318,64 @@ def _line_at(path: str, offset: int) -> int:
 
 
 def write_batches(
-    batches: Any, writer: Writer, dtype: str, progress: Any, stats: dict[str, int], options: Any, reject: Callable[[int, int, str], None]
+    batches: Any,
+    writer: Writer,
+    dtype: str,
+    progress: Any,
+    stats: dict[str, int],
+    options: Any,
+    reject: Callable[[int, int, str], None],
+    done: Callable[[Cursor], None],
+    start: Cursor = Cursor(),
 ) -> None:
-    """Write the actors' batches in order; ``reject(source, line, reason)``: a document skipped
-    (``skip_bad``), its line numbered in its file."""
-    import pyarrow.compute as pc
+    """Write the actors' batches in order, a unit at a time: its documents, then ``reject(source,
+    line, reason)`` for each document it skipped (``skip_bad``), its line numbered in its file,
+    then ``done(cursor)`` with the cursor after it (a checkpoint there resumes after the unit).
+    A unit's documents wait for the row that ends it (a block may end inside a unit), so that
+    what is written always ends at a unit's end."""
+    import pyarrow as pa
 
-    next_line: dict[int, int] = {}  # (where the next byte range of a JSONL source starts)
+    next_line: dict[int, int] = {start.source: start.line}  # (where the next byte range of a JSONL source starts)
+    held: list[Any] = []  # the documents of a unit whose last row is still to come
     for batch in batches:
-        valid = batch.column("input_ids").is_valid()
-        for told in batch.filter(pc.invert(valid)).column("unit").to_pylist():
-            unit = json.loads(told)
+        ends = batch.column("input_ids").is_null().to_numpy(zero_copy_only=False).nonzero()[0]
+        told_rows = batch.column("unit")
+        begin = 0
+        for end in ends:
+            held.append(batch.slice(begin, end - begin))
+            begin = end + 1
+            _write(pa.concat_tables(held), writer, dtype, progress, stats, options)
+            held.clear()
+            unit = json.loads(told_rows[end].as_py())
             stats["blank_lines"] += unit["blank_lines"]
+            stats["input_bytes"] += unit["input_bytes"]
+            progress.update(unit["input_bytes"], 0, 0)
+            cursor = Cursor.from_json(unit["end"])
             shift = 0
             if not unit["counted"]:
                 shift = next_line.get(unit["source"], 1) - 1
                 next_line[unit["source"]] = shift + 1 + unit["newlines"]
+                if cursor.source == unit["source"]:
+                    cursor = Cursor(cursor.source, cursor.position, next_line[unit["source"]])
             for source, line, reason in unit["rejects"]:
                 reject(source, line + (shift if source == unit["source"] else 0), reason)
-        batch = batch.filter(valid)
-        if batch.num_rows == 0:
-            continue
-        column = batch.column("input_ids").combine_chunks()
-        offsets = column.offsets.to_numpy()
-        values = column.values.to_numpy()[offsets[0] : offsets[-1]]
-        lengths = numpy.diff(offsets).astype(numpy.int64)
-        # uint32 ids to int32 (Megatron's dtype past 65,500 tokens) are the same bytes: no copy
-        # (ids < 2**31), and the writer takes the array's buffer as it is.
-        width = numpy.dtype(dtype).itemsize == values.itemsize
-        writer.write(memoryview(values.view(dtype) if width else values.astype(dtype)).cast("B"), lengths)
-        stats["documents"] += len(lengths)
-        stats["tokens"] += int(lengths.sum())
-        stats["empty_documents"] += int(numpy.count_nonzero(lengths == options.empty_length))
-        progress.update(0, len(lengths), int(lengths.sum()))
+            done(cursor)
+        if begin < batch.num_rows:
+            held.append(batch.slice(begin))
+
+
+def _write(batch: Any, writer: Writer, dtype: str, progress: Any, stats: dict[str, int], options: Any) -> None:
+    if batch.num_rows == 0:
+        return
+    column = batch.column("input_ids").combine_chunks()
+    offsets = column.offsets.to_numpy()
+    values = column.values.to_numpy()[offsets[0] : offsets[-1]]
+    lengths = numpy.diff(offsets).astype(numpy.int64)
+    # uint32 ids to int32 (Megatron's dtype past 65,500 tokens) are the same bytes: no copy
+    # (ids < 2**31), and the writer takes the array's buffer as it is.
+    width = numpy.dtype(dtype).itemsize == values.itemsize
+    writer.write(memoryview(values.view(dtype) if width else values.astype(dtype)).cast("B"), lengths)
+    stats["documents"] += len(lengths)
+    stats["tokens"] += int(lengths.sum())
+    stats["empty_documents"] += int(numpy.count_nonzero(lengths == options.empty_length))
+    progress.update(0, len(lengths), int(lengths.sum()))

@@ -48,7 +48,8 @@ DEFAULT_SHARD_SIZE = 10**8  # ids a llm.c shard (fineweb.py's default)
 EOS_CANDIDATES = ("<|endoftext|>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "</s>", "<eos>")  # (DeepSeek's bars are fullwidth)
 MANIFEST_VERSION = 1
 # Options that decide the output: a resumed run must have the same ones.
-OUTPUT_OPTIONS = ("format", "text_key", "append_eos", "eos_id", "add_special_tokens", "shard_size", "unit_bytes", "dtype")
+OPTIONS_BEFORE = {"split_special_tokens": False}  # options added since, as runs begun before them had them
+OUTPUT_OPTIONS = ("format", "text_key", "append_eos", "eos_id", "add_special_tokens", "split_special_tokens", "shard_size", "unit_bytes", "dtype")
 
 
 class CorpusError(Exception):
@@ -178,6 +179,7 @@ def tokenize(
     append_eos: bool = False,
     eos_token: str | None = None,
     add_special_tokens: bool = False,
+    split_special_tokens: bool | None = None,
     shard_size: int = DEFAULT_SHARD_SIZE,
     resume: bool = False,
     skip_bad: bool = False,
@@ -203,10 +205,13 @@ def tokenize(
     if format not in WRITERS:
         raise CorpusError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
     engine_workers_given = workers is not None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if not isinstance(workers, int) or workers < 1:
+        workers = cpus
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise CorpusError(f"workers must be a positive int, not {workers!r}")
+    if engine == "local" and workers > 4 * cpus:  # (each a process: 99999999999 would start them all)
+        raise CorpusError(f"workers {workers} is more than 4 per CPU of this machine ({cpus} CPUs): at most {4 * cpus}")
     if not isinstance(shard_size, int) or not 0 < shard_size < 1 << 31:
         raise CorpusError(f"shard_size must be from 1 to 2**31 - 1 ids (llm.c's limit), not {shard_size!r}")
     if not isinstance(unit_bytes, int) or unit_bytes < 1:
@@ -221,8 +226,6 @@ def tokenize(
         progress = "quiet"
     if engine not in ("local", "ray"):
         raise CorpusError(f"engine must be 'local' or 'ray', not {engine!r}")
-    if engine == "ray" and resume:
-        raise CorpusError("resume (--resume) is the local engine's: a ray engine's run that stops starts over")
     sources = find_inputs(inputs)
     tok = _load_tokenizer(tokenizer)
     digest = tok._content_digest()
@@ -236,7 +239,12 @@ def tokenize(
     first_id = eos_id if format == "llmc" else -1
     empty_length = tok._write_flat([""], BytesWriter(), True, add_special_tokens, False, first_id, eos_id if append_eos else -1)[0]
     dtype = token_dtype(format, tok.vocab_size)
-    options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, dtype, skip_bad, empty_length)
+    # llm.c's fineweb.py encodes a document's text as text (tiktoken's encode_ordinary,
+    # tokenizers' split_special_tokens): a "<|endoftext|>" quoted in a web page is no document end.
+    if split_special_tokens is not None and not isinstance(split_special_tokens, bool):
+        raise CorpusError(f"split_special_tokens must be True, False or None (the format's default), not {split_special_tokens!r}")
+    split = format == "llmc" if split_special_tokens is None else split_special_tokens
+    options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, dtype, skip_bad, empty_length, split)
     output = os.fspath(output)
     if not os.path.basename(output) or os.path.basename(output) in (".", ".."):
         raise CorpusError(f"output {output!r} names a folder: give a prefix of file names, e.g. {os.path.join(output or '.', 'corpus')!r}")
@@ -324,14 +332,17 @@ def _resume_problem(manifest: dict[str, Any], fingerprints: list[dict[str, Any]]
     if manifest["tokenizer"]["sha256"] != digest:
         return f"the tokenizer differs from the run's ({manifest['tokenizer']['source']}, sha256 {manifest['tokenizer']['sha256'][:12]}...)"
     for name, value in options.items():
-        if manifest["options"].get(name) != value:
-            return f"option {name} was {manifest['options'].get(name)!r} when the run began, now {value!r}"
+        before = manifest["options"].get(name, OPTIONS_BEFORE.get(name))
+        if before != value:
+            return f"option {name} was {before!r} when the run began, now {value!r}"
     return ""
 
 
 def _clear_the_way(run: _Run, format: str, text_key: str, force: bool, sources: list[Source]) -> None:
     output = run.output
     in_the_way = []
+    if os.path.lexists(run.work) and not os.path.isdir(run.work):  # (it said "cannot write: Not a directory")
+        raise CorpusError(f"{run.work} is in the way: a file where this run's work folder goes (remove it or choose another output prefix)")
     if os.path.exists(run.work):
         if os.path.exists(os.path.join(run.work, "lock")):
             run.acquire()  # (refused while another run is writing there: --force is for stopped runs)
@@ -450,22 +461,28 @@ def _run(
         if ray is not None:
             from peek2.corpus.ray_engine import ray_batches, write_batches
 
-            batches, workers = ray_batches(sources, options, tok, ray[0], ray[1], progress.mode == "quiet")
+            batches, workers = ray_batches(sources, options, tok, ray[0], ray[1], progress.mode == "quiet", cursor)
+
+            def unit_done(at: Cursor) -> None:
+                nonlocal done, last_checkpoint
+                done = at
+                if time.monotonic() - last_checkpoint >= checkpoint_seconds:
+                    checkpoint(done)
+                    last_checkpoint = time.monotonic()
+
             try:
-                write_batches(batches, writer, options.dtype, progress, stats, options, reject)
+                write_batches(batches, writer, options.dtype, progress, stats, options, reject, unit_done, cursor)
             except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
-                # The user's error is the last "SomeError: ..." line of Ray's report. No resume on
-                # this engine: the work folder goes.
+                # The user's error is the last "SomeError: ..." line of Ray's report; what was
+                # written before it is kept for --resume, as the local engine keeps it.
                 # (Dotted names too: pyarrow.lib.ArrowInvalid was not named; Ray's own wrappers left out.)
                 causes = [
                     line.strip()
                     for line in str(error).splitlines()
                     if re.match(r"\s*[\w.]+(Error|Invalid|Exception): ", line) and not line.strip().startswith("ray.")
                 ]
-                writer.close()
-                shutil.rmtree(run.work, ignore_errors=True)
-                raise CorpusError(f"the ray engine failed: {causes[-1] if causes else type(error).__name__}") from None
-            stats["input_bytes"] = total_bytes
+                cause = causes[-1] if causes else type(error).__name__
+                raise CorpusError(f"the ray engine failed: {cause} (the work so far is kept in {run.work}: continue with --resume; --skip-bad skips bad documents)") from None
             done = Cursor(len(sources))
         elif in_process:
             workers = 1
