@@ -16,7 +16,8 @@ with the local engine's writers: the files are the same as the local engine's. R
 read tasks run, they ask ``READ_CPUS`` (a quarter CPU) and the actors share all but
 ``READ_RESERVE`` (one CPU), so that reading always finds its CPU; with actors of one CPU each on
 every CPU of a small cluster, the reads wait for a CPU that never frees and the run hangs. ``skip_bad``
-works as there (the actors send the rejects back with each unit); resume is the local engine's.
+and resume work as there: each unit's rejects and end cursor come back with its ids, and
+``write_batches`` numbers the lines of byte ranges and lets the run checkpoint where a unit ends.
 """
 
 from __future__ import annotations
