@@ -51,7 +51,8 @@ from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp
 from peek2.formats.byte_level import to_bytes
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
-from peek2.normalize.nfc import nfc, nfc_aligned
+from peek2.normalize.aligned import nfc_aligned
+from peek2.normalize.nfc import nfc
 from peek2.pretokenize.families import FAMILIES
 from peek2.pretokenize.pattern import Peek2Pattern
 from peek2.pretokenize.scanner import surrogate_error

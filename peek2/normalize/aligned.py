@@ -1,0 +1,275 @@
+"""NFC with the reference's alignment (the source character of each normalized one), for offsets.
+
+Compiled with mypyc (the usual case of ``Tokenizer.encode_with_offsets`` on a normalizer's text).
+
+NFC never reaches across a starter that nothing composes with across (``_BOUNDARY`` below; the
+cuts of ``peek2.normalize.nfc``), and the reference's alignment of a stretch between two such cuts
+depends on that stretch alone (each normalized character moves the source position on by one less
+than its change, never below 0, and no change exceeds +1: a stretch consumes exactly its own
+characters). So text is walked as clusters, a boundary starter and the characters up to the next:
+a cluster NFC leaves alone is copied, a short one that it changes is looked up in a dict of the
+clusters seen (``aligned_by_rules`` on a miss), and a long one of singleton marks (a run of
+combining marks after one starter) follows from its length and its NFC's (``_marks_run``).
+
+Performance notes (compiled, Qwen3, ``scripts/bench_offsets.py``-style medians of 5): the rules
+character by character in Python cost about 5 us a character of a text NFC changes ("\u212b" *
+100,000: 0.64 s, against 0.07 s for tokenizers' whole ``encode``); a cluster walk that looks
+each cluster up costs a dict lookup and a slice per cluster, and nothing per character of a
+cluster below U+0300 that starts and ends one (ASCII, Latin-1). The rules on a run of 4M marks
+held a str and three list entries per mark (0.9 GB); ``_marks_run`` holds the source list only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy_extensions import i64
+
+import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
+
+from peek2.normalize.nfc import nfc
+from peek2.normalize.nfc_late import LATE, NOT_BOUNDARIES
+
+_BOUNDARY: Final = 1
+"""A starter NFC may cut text before (combining class 0, or a LATE scalar, and not NOT_BOUNDARIES)."""
+_MARK: Final = 2
+"""A non-starter whose canonical decomposition is itself."""
+_PLAIN_STARTER: Final = 4
+"""A character whose canonical decomposition is itself, Hangul syllables aside."""
+
+_kinds: dict[str, int] = {}
+_clusters: dict[str, tuple[str, list[int]]] = {}  # cluster -> its NFC and alignment ([]: unchanged)
+_CLUSTER_MAX: Final = 32
+"""Clusters of more characters are not kept (each is aligned on its own)."""
+_CLUSTERS_KEPT: Final = 1 << 16
+
+
+def nfc_aligned(text: str) -> tuple[str, list[int]]:
+    """``nfc(text)`` and, for each of its characters, the index in ``text`` it is aligned to, as
+    the reference aligns them (``aligned_by_rules``).
+
+    >>> nfc_aligned("e\u0301 ok")
+    ('é ok', [0, 2, 3, 4])
+    """
+    normalized = nfc(text)
+    n: i64 = len(text)
+    if normalized == text:
+        return text, list(range(n))
+    parts: list[str] = []
+    source: list[int] = []
+    copied: i64 = 0  # text[:copied] is in parts and source
+    start: i64 = 0
+    while start < n:
+        end = start + 1
+        while end < n and (ord(text[end]) >= 0x300 and not _kind(text[end]) & _BOUNDARY):
+            end += 1
+        if end - start == 1 and ord(text[start]) < 0x300:
+            start = end  # (NFC leaves a lone character below U+0300 as it is)
+            continue
+        cluster = text[start:end]
+        if end - start <= _CLUSTER_MAX:
+            known = _clusters.get(cluster)
+            if known is None:
+                cluster_normalized, cluster_source = aligned_by_rules(cluster)
+                known = (cluster_normalized, [] if cluster_normalized == cluster else cluster_source)
+                if len(_clusters) >= _CLUSTERS_KEPT:
+                    _clusters.clear()
+                _clusters[cluster] = known
+        else:
+            known = _marks_run(cluster)
+        if known[1]:
+            if copied < start:
+                parts.append(text[copied:start])
+                source.extend(range(copied, start))
+            parts.append(known[0])
+            for k in known[1]:
+                source.append(start + k)
+            copied = end
+        start = end
+    if copied < n:
+        parts.append(text[copied:])
+        source.extend(range(copied, n))
+    result = "".join(parts)
+    if result != normalized:  # (clusters cut where NFC may cut: their forms add up to the text's)
+        raise AssertionError(f"NFC by clusters disagrees with NFC on {ascii(text)}")
+    return result, source
+
+
+def _kind(char: str) -> int:
+    kind = _kinds.get(char)
+    if kind is None:
+        kind = 0
+        mapping: str = unicodedata2.decomposition(char)
+        singleton = char in LATE or not mapping or mapping.startswith("<")
+        hangul = _HANGUL_S <= ord(char) < _HANGUL_S + _HANGUL_S_COUNT
+        klass = _combining(char)
+        if klass == 0 and char not in NOT_BOUNDARIES:
+            kind |= _BOUNDARY
+        if klass != 0 and singleton:
+            kind |= _MARK
+        if singleton and not hangul:
+            kind |= _PLAIN_STARTER
+        _kinds[char] = kind
+    return kind
+
+
+def _marks_run(cluster: str) -> tuple[str, list[int]]:
+    """``aligned_by_rules(cluster)`` (``[]`` when unchanged) without a list per character, for a
+    cluster of a plain starter and singleton marks: each mark decomposes to itself (change 0), the
+    starter absorbs some and takes change -absorbed, so character 0 is aligned to 0 and character
+    ``k`` to ``k + absorbed``. Any other cluster goes by the rules."""
+    n: i64 = len(cluster)
+    plain = bool(_kind(cluster[0]) & _PLAIN_STARTER)
+    k: i64 = 1
+    while plain and k < n:
+        plain = bool(_kind(cluster[k]) & _MARK)
+        k += 1
+    if not plain:
+        normalized, source = aligned_by_rules(cluster)
+        return normalized, ([] if normalized == cluster else source)
+    normalized = nfc(cluster)
+    if normalized == cluster:
+        return cluster, []
+    absorbed: i64 = n - len(normalized)
+    source = [0]
+    source.extend(range(1 + absorbed, n))
+    return normalized, source
+
+
+_HANGUL_S, _HANGUL_L, _HANGUL_V, _HANGUL_T = 0xAC00, 0x1100, 0x1161, 0x11A7
+_HANGUL_V_COUNT, _HANGUL_T_COUNT = 21, 28
+_HANGUL_N = _HANGUL_V_COUNT * _HANGUL_T_COUNT
+_HANGUL_S_COUNT = 19 * _HANGUL_N
+_compositions: dict[str, str] = {}  # pair -> composite, or "" for none
+_COMPOSITIONS_KEPT: Final = 1 << 16
+
+
+def aligned_by_rules(text: str) -> tuple[str, list[int]]:
+    """``nfc(text)`` and, for each of its characters, the index in ``text`` it is aligned to.
+
+    The reference's rules (its normalizer reports, per output character, how many characters
+    it adds or removes, and the alignment is then read off by position, measured against it):
+    the first part of a decomposition has change 0 and each further part +1; canonical
+    reordering moves the changes with the characters; a composition keeps the starter's change
+    and adds (change - 1) of each absorbed mark. Walking the output, a character with change
+    <= 0 takes the next source index (a negative change then skips as many), and one with
+    change > 0 repeats the previous one. So a mark moved past others is aligned by position,
+    not to the character it came from, exactly like the reference.
+
+    >>> aligned_by_rules("e\\u0301 ok")
+    ('é ok', [0, 2, 3, 4])
+    """
+    normalized = nfc(text)
+    # 1. Full canonical decomposition: change 0 for a first part, +1 for each further part.
+    chars: list[str] = []
+    changes: list[int] = []
+    for char in text:
+        for k, part in enumerate(_decompose(char)):
+            chars.append(part)
+            changes.append(1 if k else 0)
+    # 2. Canonical ordering: a stable sort by combining class of each run of non-starters.
+    classes = [_combining(c) for c in chars]
+    start = 0
+    while start < len(chars):
+        if classes[start] == 0:
+            start += 1
+            continue
+        end = start
+        while end < len(chars) and classes[end] != 0:
+            end += 1
+        order = sorted(range(start, end), key=lambda k: classes[k])
+        chars[start:end] = [chars[k] for k in order]
+        changes[start:end] = [changes[k] for k in order]
+        classes[start:end] = [classes[k] for k in order]
+        start = end
+    # 3. Canonical composition with the last starter, unless blocked.
+    out_chars: list[str] = []
+    out_changes: list[int] = []
+    out_classes: list[int] = []
+    starter = -1  # index in out_* of the last starter
+    for char, change, klass in zip(chars, changes, classes):
+        if starter >= 0:
+            between = len(out_chars) - 1 > starter
+            blocked = between and (out_classes[-1] == 0 or out_classes[-1] >= klass)
+            composite = None if blocked else _compose(out_chars[starter], char)
+            if composite is not None:
+                out_chars[starter] = composite
+                out_changes[starter] += change - 1
+                continue
+        out_chars.append(char)
+        out_changes.append(change)
+        out_classes.append(klass)
+        if klass == 0:
+            starter = len(out_chars) - 1
+    result = "".join(out_chars)
+    if result != normalized:  # the rules above must agree with the normalizer itself
+        raise AssertionError(f"NFC alignment disagrees with NFC on {ascii(text)}")
+    # 4. Read the alignment off by position.
+    source: list[int] = []
+    consumed = 0
+    for change in out_changes:
+        if change > 0:
+            source.append(consumed - 1)
+        else:
+            source.append(consumed)
+            consumed += 1 - change
+    return result, source
+
+
+def _combining(char: str) -> int:
+    return 0 if char in LATE else int(unicodedata2.combining(char))
+
+
+def _decompose(char: str) -> list[str]:
+    code = ord(char)
+    if _HANGUL_S <= code < _HANGUL_S + _HANGUL_S_COUNT:
+        offset = code - _HANGUL_S
+        parts = [chr(_HANGUL_L + offset // _HANGUL_N), chr(_HANGUL_V + (offset % _HANGUL_N) // _HANGUL_T_COUNT)]
+        if offset % _HANGUL_T_COUNT:
+            parts.append(chr(_HANGUL_T + offset % _HANGUL_T_COUNT))
+        return parts
+    if char in LATE:
+        return [char]
+    mapping = unicodedata2.decomposition(char).split()
+    if not mapping or mapping[0].startswith("<"):
+        return [char]
+    return [part for field in mapping for part in _decompose(chr(int(field, 16)))]
+
+
+def _compose(first: str, second: str) -> str | None:
+    """The primary composite of two characters, or None."""
+    a, b = ord(first), ord(second)
+    if _HANGUL_L <= a < _HANGUL_L + 19 and _HANGUL_V <= b < _HANGUL_V + _HANGUL_V_COUNT:
+        return chr(_HANGUL_S + ((a - _HANGUL_L) * _HANGUL_V_COUNT + b - _HANGUL_V) * _HANGUL_T_COUNT)
+    if (
+        _HANGUL_S <= a < _HANGUL_S + _HANGUL_S_COUNT
+        and (a - _HANGUL_S) % _HANGUL_T_COUNT == 0
+        and _HANGUL_T < b < _HANGUL_T + _HANGUL_T_COUNT
+    ):
+        return chr(a + b - _HANGUL_T)
+    key = first + second
+    composite = _compositions.get(key)
+    if composite is None:
+        composite = _primary_composite(first, second)
+        if len(_compositions) >= _COMPOSITIONS_KEPT:
+            _compositions.clear()
+        _compositions[key] = composite
+    return composite or None
+
+
+def _primary_composite(first: str, second: str) -> str:
+    """The primary composite of the pair, or "" (asked of the normalizer, not of a table).
+
+    NFC turns the pair into one scalar exactly when that scalar's canonical decomposition is the
+    pair and it is not excluded from composition: in ``nfc_aligned`` the first is a starter that
+    has absorbed marks of lower or equal class only, so NFC finds it in canonical order.
+    """
+    if first in LATE or second in LATE:
+        return ""  # unknown to the reference
+    composed = unicodedata2.normalize("NFC", first + second)
+    if len(composed) != 1 or composed in LATE:
+        return ""
+    fields = unicodedata2.decomposition(composed).split()
+    if fields != [f"{ord(first):04X}", f"{ord(second):04X}"]:
+        return ""
+    return str(composed)
