@@ -45,7 +45,7 @@ from peek2.bpe.merge_table import ID_BITS, MergeTable
 from peek2.bpe.merger import BytePairEncoder, OrdinaryEncode, PlainEncode, WholeChars
 from peek2.bpe.piece_cache import MAX_CACHE_SIZE
 from peek2.bpe.merger import as_flag as _flag
-from peek2.bpe.offsets import char_spans
+from peek2.bpe.offsets import char_spans, token_lengths
 from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp
@@ -528,7 +528,7 @@ class Tokenizer:
         of it is ``base + c`` of the caller's text, or ``base + source[c]`` (see ``char_spans``)."""
         if self._bytes_are_text:
             if self._token_lengths is None:
-                self._token_lengths = vec[i64]([len(data) if data is not None else 0 for data in self._id_bytes])
+                self._token_lengths = token_lengths(self._id_bytes)
             first, spans_before = len(ids), len(offsets)
             self._engine.encode(segment, ids)
             if char_spans(self._token_lengths, ids, first, segment, source, base, offsets):

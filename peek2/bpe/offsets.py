@@ -9,12 +9,14 @@ character, as in tokenizers.
 Performance notes (the 1 MB corpora of scripts/corpora.py, ``python scripts/bench_offsets.py``,
 medians of 5, the other core busy): the interpreted path (a span tuple per character of the text,
 then per piece the merger's ids and a character per byte) ran at 0.6-1.9x tokenizers' ``encode``;
-the compiled encode of the whole segment and this walk run at 8.0-11.3x (Llama-3.2) and 3.5-10.3x
-(Qwen3, whose XNLI text NFC changes here and there: ``peek2.normalize.nfc.nfc_aligned`` aligns only the
+the compiled encode of the whole segment and this walk ran at 8.0-11.3x (Llama-3.2) and 3.5-10.3x
+(Qwen3, whose XNLI text NFC changes here and there: ``peek2.normalize.aligned.nfc_aligned`` aligns only the
 blocks that change), about half the speed of ``encode`` without offsets: the rest is the tuples.
 """
 
 from __future__ import annotations
+
+from typing import Final, Sequence
 
 from mypy_extensions import i64
 
@@ -24,14 +26,14 @@ from librt.vecs import vec
 def char_spans(
     lengths: vec[i64], ids: list[int], first: i64, text: str, source: list[int] | None, base: i64, offsets: list[tuple[int, int]]
 ) -> bool:
-    """Append to ``offsets`` the span of each of ``ids[first:]``, the ids of ``text``; ``lengths[i]``
-    is the number of bytes of token ``i``. Character ``c`` of ``text`` is character ``base + c`` of
+    """Append to ``offsets`` the span of each of ``ids[first:]``, the ids of ``text``; ``lengths`` is
+    ``token_lengths`` of the vocabulary. Character ``c`` of ``text`` is character ``base + c`` of
     the caller's text, or ``source[c]`` of it when ``source`` is given (what a normalizer made of
     it: a token spans from the source of its first character to that of its last). False, with
     ``offsets`` partly appended, when the ids' bytes do not add up to the text's UTF-8 (the caller
     then takes the general path)."""
-    data = text.encode("utf-8")
-    total: i64 = len(data)
+    total: i64 = len(text.encode("utf-8"))
+    chars: i64 = len(text)
     known: i64 = len(lengths)
     count: i64 = 0  # characters started before ``at``
     at: i64 = 0
@@ -39,16 +41,38 @@ def char_spans(
         token: i64 = ids[k]
         if token < 0 or token >= known:
             return False
-        end = at + lengths[token]
+        packed = lengths[token]
+        end = at + (packed >> _SIZE_SHIFT)
         if end <= at or end > total:
             return False
-        start = count if (data[at] & 0xC0) != 0x80 else count - 1
-        for p in range(at, end):
-            if (data[p] & 0xC0) != 0x80:
-                count += 1
+        start = count - (packed & 1)
+        count += (packed >> 1) & _STARTS_MASK
+        if start < 0 or count > chars:
+            return False
         if source is None:
             offsets.append((base + start, base + count))
         else:
             offsets.append((base + source[start], base + source[count - 1] + 1))
         at = end
-    return at == total
+    return at == total and count == chars
+
+
+_SIZE_SHIFT: Final = 32
+_STARTS_MASK: Final = (1 << 31) - 1
+
+
+def token_lengths(id_bytes: Sequence[bytes | None]) -> vec[i64]:
+    """What ``char_spans`` knows of each token: its length in bytes, the number of its bytes that
+    start a UTF-8 character, and whether its first byte continues one (a token that begins inside a
+    character spans that whole character), packed as ``size << 32 | starts << 1 | continues``."""
+    packed: list[int] = []
+    for data in id_bytes:
+        if data is None or not data:
+            packed.append(0)
+            continue
+        starts = 0
+        for byte in data:
+            if (byte & 0xC0) != 0x80:
+                starts += 1
+        packed.append(len(data) << _SIZE_SHIFT | starts << 1 | (1 if (data[0] & 0xC0) == 0x80 else 0))
+    return vec[i64](packed)
