@@ -113,6 +113,40 @@ def test_pure_path_gives_each_thread_its_own_ids(data_dir: Path) -> None:
     assert result.stdout.split() == ["0"], "wrong results in threads: " + result.stdout
 
 
+def test_pure_path_gives_the_reference_ids_on_xnli(data_dir: Path) -> None:
+    """As plain Python (PEEK2_PURE=1, no load cache), a sample of XNLI gives tokenizers' ids,
+    offsets and decode for every family. A piece's cache key relied on i64 dropping the bits
+    shifted past 63, which plain Python keeps: with the Llama-3 files, ignore_merges' whole-token
+    lookup missed " neredeyse" inside a sentence (a helper found it; only the compiled build's
+    ids were checked on XNLI)."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import peek2\n"
+        "assert not peek2.COMPILED\n"
+        "from compliance.xnli import every_nth, iter_xnli_tsv, run, tokenizer_check\n"
+        "data = Path(sys.argv[1])\n"
+        "for model in ('llama3', 'qwen3', 'gpt4o', 'deepseek-v3', 'gpt2'):\n"
+        "    path = data / 'tokenizers' / model / ('encoder.json' if model == 'gpt2' else 'tokenizer.json')\n"
+        "    report = run(every_nth(iter_xnli_tsv(data / 'xnli'), 150), {model: tokenizer_check(str(path), offsets=True)})\n"
+        "    print(model, sum(c.sentences for c in report.counts.values()), report.mismatches)\n"
+        "    if report.mismatches: print(report.render())\n"
+        "import tokenizers\n"
+        "path = str(data / 'tokenizers' / 'llama3' / 'tokenizer.json')\n"
+        "tok, ref = peek2.Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)\n"
+        "for text in ['Ve bu neredeyse meselenin sonuydu.', 'Herkes ne olursa olsun kendi ailesine dikkat eder.']:\n"
+        "    print('sentence', len(text), int(tok.encode(text) != ref.encode(text).ids))\n"
+    )
+    env = {**os.environ, "PEEK2_PURE": "1", "PEEK2_CACHE": "0", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    result = subprocess.run([sys.executable, "-c", code, str(data_dir)], env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    counts = [line.split() for line in lines if len(line.split()) == 3]
+    assert [c[0] for c in counts] == ["llama3", "qwen3", "gpt4o", "deepseek-v3", "gpt2", "sentence", "sentence"], result.stdout[-3000:]
+    assert all(int(c[1]) > 0 for c in counts), result.stdout[-3000:]
+    assert all(c[2] == "0" for c in counts), result.stdout[-3000:]
+
+
 def test_no_regex_module_is_imported() -> None:
     assert module_files({})["regex"] is False
 

@@ -25,6 +25,7 @@ BLOCK_KEY: Final = 1 << 62  # _block_piece_key's packing (keys stay i64: never b
 HASHED_KEY: Final = 1 << 60  # _hashed_key: the hash, the length and the packing below it
 HASH_MASK: Final = (1 << 52) - 1
 KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
+LOW_BYTES: Final = vec[i64]([(1 << (8 * k)) - 1 for k in range(8)])  # masks of the low k bytes (ascii_key)
 MAX_CACHE_SIZE: Final = 1 << 22  # PieceCache: pieces at most (up to 2.3 GB if every one is long and rare)
 INITIAL_CACHE_SLOTS: Final = 1 << 10  # PieceCache: slots at first (16 KB), doubled as pieces come
 MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: ids and words, 64 a piece of its size on average ...
@@ -188,11 +189,13 @@ def piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
 def ascii_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
     """``piece_key`` of the ASCII piece data[at:at + n] (1 <= n <= CACHE_MAX_CHARS, at + n + 8
     <= len(data)): its code points are its bytes, read eight at a time."""
-    # The bytes past the piece are shifted out (up, then down: its last byte is below 128, so the
-    # sign stays 0), not masked: mypyc folds a mask's ``-1 << bits`` into a C int shift.
+    # The bytes past the piece are masked off (LOW_BYTES). Shifting them out, up then down,
+    # relied on i64 dropping the bits shifted past 63: plain Python keeps them, and with
+    # PEEK2_PURE=1 a piece's key held the bytes after it, so that ignore_merges' whole-token
+    # lookup missed " neredeyse" inside a sentence. (A mask computed here, ``(1 << 8 * n) - 1``,
+    # is a C int shift to mypyc, 1 for n = 4, even from an i64 variable holding 1: it folds it.)
     if n <= 7:
-        unused = 64 - 8 * n
-        packed = (read_i64_le(data, at) << unused) >> unused
+        packed = read_i64_le(data, at) & LOW_BYTES[n]
         return packed | (1 << 59) | (n << 56) | EXACT_KEY
     if n == 8:  # 7 bits each: the bytes' low bits moved together, pairs, then fours, then all
         w = read_i64_le(data, at)
@@ -211,8 +214,7 @@ def _ascii_hashed_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
     while k < n:
         word = read_i64_le(data, at + k) & 0x00FFFFFFFFFFFFFF
         if n - k < 7:
-            unused = 64 - 8 * (n - k)
-            word = (word << unused) >> unused
+            word &= LOW_BYTES[n - k]
         words[count] = word
         count += 1
         h = ((h * 31) ^ word ^ (word >> 23)) & HASH_MASK
