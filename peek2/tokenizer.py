@@ -195,7 +195,7 @@ class Tokenizer:
         if not engine_is_compiled():  # (threads sharing a plain-Python engine: see locked_engine)
             self._engine = cast(BytePairEncoder, LockedEngine(self._engine))
         self._long_pieces = LongPieces(self._engine, vocab, self._id_bytes)
-        self._engine.long_pieces = self._long_pieces
+        self._engine.long_pieces = self._long_pieces.block
         self._raw_matcher = AddedTokenMatcher([t for t in self._added if not t.normalized])
         self._normalized_matcher = AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
         # One of these occurs wherever an added token starts, raw or normalized (a superset is

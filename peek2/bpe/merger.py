@@ -463,8 +463,10 @@ class BytePairEncoder:
         self.scratch: Final = MergeScratch()
         self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
         # Merges a piece of more than LONG_PIECE_BYTES bytes in blocks (``peek2.bpe.growing_piece``'s
-        # LongPieces, set by the tokenizer; None: in one heap, ~48 bytes of memory a byte).
-        self.long_pieces: Callable[[bytes], list[int]] | None = None
+        # ``LongPieces.block``, set by the tokenizer; None: in one heap, ~48 bytes of memory a byte):
+        # ``long_pieces(data, at)`` is ``(end, ids)``, the ids of ``data[at:end]``, which no later
+        # byte changes (``end == len(data)``: the last block).
+        self.long_pieces: Callable[[bytes, int], tuple[int, list[int]]] | None = None
 
     def tables(self) -> list[object]:
         """The arrays an encode reads at random (for ``peek2.bpe.huge_pages``), largest first."""
@@ -650,6 +652,11 @@ class BytePairEncoder:
                 count += size
             else:
                 ids, size = self._compute(text, i, end, key)
+                if size < 0:  # a long piece: its blocks go to out_ids (or are counted) one by one
+                    out_ids, count = self._long_piece(text, i, end, out_ids, count, keep)
+                    room = len(out_ids)
+                    i = end
+                    continue
                 if keep:
                     if count + size > room:
                         out_ids = _grown(out_ids, count, count + size)
@@ -666,6 +673,8 @@ class BytePairEncoder:
     def _compute(self, text: str, start: i64, end: i64, key: i64) -> tuple[vec[i64], i64]:
         """The ids of text[start:end] (not in the cache) as ``(ids, size)``: ``ids[:size]``, in
         scratch space that the next call reuses. The piece is cached unless ``key`` is 0 (too long).
+        ``size`` is -1 for a piece that may be longer than LONG_PIECE_BYTES bytes: ``_long_piece``
+        merges it (never cached: its key is 0).
         """
         cache = self.cache
         if self.token_lookup:
@@ -692,17 +701,46 @@ class BytePairEncoder:
         if end - start < HEAP_MIN_BYTES:
             size = _merge_text(self, text, start, end)  # -1: more than HEAP_MIN_BYTES - 1 symbols
         if size < 0:
-            data = text[start:end].encode("utf-8")
-            long_pieces = self.long_pieces
-            if len(data) > LONG_PIECE_BYTES and long_pieces is not None:
-                merged = long_pieces(data)  # (Python code: see _run on threads)
-            else:
-                merged = _merge_heap(data, self.byte_ids, self.merges)
+            if 4 * (end - start) > LONG_PIECE_BYTES and self.long_pieces is not None:
+                return ids, -1
+            merged = _merge_heap(text[start:end].encode("utf-8"), self.byte_ids, self.merges, self.shared)
             size = len(merged)
             ids = vec[i64](merged)
         if key != 0:
             cache.add(key, self.key_words, ids, size)
         return ids, size
+
+    def _long_piece(self, text: str, start: i64, end: i64, out_ids: vec[i64], count: i64, keep: bool) -> tuple[vec[i64], i64]:
+        """The ids of the piece text[start:end] after ``out_ids[:count]`` if ``keep`` (grown as
+        needed), else only counted; returns the buffer and the new count.
+
+        A block's ids go to the buffer as they come: gathering the piece's ids in a list first
+        cost a list slot, an int and a copy per id (``count("ab" * 2_000_000)``: +92 MB of peak
+        memory, ~47 bytes an id), where a count needs none of them.
+        """
+        data = text[start:end].encode("utf-8")
+        n: i64 = len(data)
+        at: i64 = 0
+        while at < n:
+            long_pieces = self.long_pieces
+            if n > LONG_PIECE_BYTES and long_pieces is not None:
+                block = long_pieces(data, at)  # (Python code: see _run on threads)
+                stop: i64 = block[0]
+                merged = block[1]
+            else:
+                stop = n
+                merged = _merge_heap(data[at:] if at else data, self.byte_ids, self.merges, self.shared)
+            size: i64 = len(merged)
+            if keep:
+                if count + size > len(out_ids):
+                    out_ids = _grown(out_ids, count, count + size)
+                for k in range(size):
+                    out_ids[count + k] = merged[k]
+            count += size
+            if stop <= at:
+                raise RuntimeError(f"long_pieces made no progress at byte {at} of {n}")
+            at = stop
+        return out_ids, count
 
     def _merge_short(self, data: bytes, ids: vec[i64]) -> i64:
         """Merge a piece of fewer than HEAP_MIN_BYTES bytes into ``ids``; returns the number of ids."""
@@ -713,17 +751,36 @@ class BytePairEncoder:
     def piece_ids(self, piece: str) -> list[int]:
         """The ids of one piece (not cached)."""
         ids, size = self._compute(piece, 0, len(piece), 0)
+        if size < 0:
+            ids, size = self._long_piece(piece, 0, len(piece), vec[i64](), 0, True)
         return [ids[k] for k in range(size)]
 
     def merge(self, data: bytes) -> list[int]:
-        """The ids of one piece's bytes after all merges (the whole-token rule not applied)."""
+        """The ids of one piece's bytes after all merges (the whole-token rule not applied); one
+        of more than LONG_PIECE_BYTES bytes is merged in blocks (``long_pieces``), as ``encode``
+        merges it: a stream or a session fed one enormous chunk merges its growing piece here."""
+        long_pieces = self.long_pieces
+        if len(data) <= LONG_PIECE_BYTES or long_pieces is None:
+            return self.merge_whole(data)
+        ids: list[int] = []
+        at: i64 = 0
+        while at < len(data):
+            block = long_pieces(data, at)
+            if block[0] <= at:
+                raise RuntimeError(f"long_pieces made no progress at byte {at} of {len(data)}")
+            ids += block[1]
+            at = block[0]
+        return ids
+
+    def merge_whole(self, data: bytes) -> list[int]:
+        """``merge`` in one heap, however long ``data`` is (what ``long_pieces`` merges its blocks with)."""
         if len(data) == 0:
             return []
         if len(data) < HEAP_MIN_BYTES:
             ids = self.scratch_ids
             size = self._merge_short(data, ids)
             return [ids[k] for k in range(size)]
-        return _merge_heap(data, self.byte_ids, self.merges)
+        return _merge_heap(data, self.byte_ids, self.merges, self.shared)
 
 
 def as_flag(value: object, name: str) -> bool:
@@ -1095,8 +1152,11 @@ def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i
     return value
 
 
-def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int]:
+def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable, shared: tuple[Any, ...]) -> list[int]:
     """Merge with a heap of candidate pairs over a linked list of symbols: n log n for long pieces.
+
+    The ids are ``shared`` int objects (``shared_ints``): a block of a long piece of "ab" holds
+    30K ids, which new ints made 40 bytes each instead of a list slot's 8.
 
     Heap entries are ``rank << 32 | position`` (position of the pair's left symbol), so the
     smallest is the lowest rank, leftmost: the same order as ``_merge_blocks``. An entry whose
@@ -1142,7 +1202,7 @@ def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable) -> list[int
             value = merges.get(ids[before] * PAIR_STRIDE + ids[at])
             if value != NO_MERGE:
                 count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | before)
-    return [ids[k] for k in range(size) if ids[k] >= 0]
+    return [shared[ids[k]] for k in range(size) if ids[k] >= 0]
 
 
 def _heap_push(heap: vec[i64], count: i64, item: i64) -> i64:
