@@ -390,6 +390,70 @@ def test_a_long_piece_merges_in_bounded_memory(data_dir: Path) -> None:
     assert grown_mb < 80, f"{grown_mb} MB more to encode 4 MB of '='"
 
 
+# The peak memory of one call in a new process, in MB above the memory before it. Linux resets
+# the peak (VmHWM) on request, so that the load's own peak hides nothing; elsewhere ru_maxrss,
+# which then only counts what goes over it (the bounds below hold either way).
+PEAK_OF_CALL = """
+import os, resource, sys
+from peek2.tokenizer import Tokenizer
+
+def status(key):
+    with open('/proc/self/status') as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith(key + ':'))
+
+def peak_mb(call, *args):
+    try:
+        with open('/proc/self/clear_refs', 'w') as clear:
+            clear.write('5')
+        before = status('VmRSS')
+        result = call(*args)
+        return result, (status('VmHWM') - before) // 1024
+    except OSError:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result = call(*args)
+        return result, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
+
+def stream(text):
+    encoder = tok.stream_encoder(add_special_tokens=False)
+    ids = []
+    encoder.feed(text, ids)
+    return encoder.finish(ids)
+
+def session(text):
+    return tok.prompt_session(add_special_tokens=False).append(text)[1]
+
+tok = Tokenizer.from_file(sys.argv[1])
+counted = sys.argv[2] == 'count'
+call = {'stream': stream, 'session': session, 'count': lambda text: tok.count(text, False)}[sys.argv[2]]
+unit = sys.argv[3]
+call(unit * (300_000 // len(unit)))  # (what a first long piece builds once: the sorted vocabulary, the stream's plan)
+peaks = []
+for size in (1_000_000, 4_000_000):
+    text = unit * (size // len(unit))
+    result, grown = peak_mb(call, text)
+    expected = tok.encode(text, False)
+    assert result == (len(expected) if counted else expected), size
+    peaks.append(grown)
+    del text, result, expected
+print(*peaks)
+"""
+
+
+@pytest.mark.parametrize(
+    "call, unit", [("stream", "="), ("session", " "), ("count", "ab"), ("count", "\u0301")], ids=["stream", "session", "count", "count-marks"]
+)
+def test_one_enormous_chunk_takes_the_memory_of_a_block(data_dir: Path, call: str, unit: str) -> None:
+    """A stream or a session fed one 4 MB chunk of one piece merged the piece in one heap (~48
+    bytes a byte: 4 MB of "=" +190 MB at peak, 1 MB +46 MB), and ``count`` of a long piece of
+    many ids gathered them all in a list (``"ab" * 2_000_000``: +98 MB, ~47 bytes an id). Both
+    go a block at a time now: 4x the text takes about the memory of the text, not 4x the peak."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    result = subprocess.run([sys.executable, "-c", PEAK_OF_CALL, path, call, unit], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    small_mb, large_mb = map(int, result.stdout.split())
+    assert large_mb < small_mb + 40, f"{call} of {unit!r}: 1M characters +{small_mb} MB, 4M characters +{large_mb} MB"
+
+
 def test_threads_encode_while_a_long_piece_merges(data_dir: Path) -> None:
     """The blocks are merged by Python code called from the engine, where another thread may
     encode with the same tokenizer: each call keeps its own ids."""
