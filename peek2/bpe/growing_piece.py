@@ -29,7 +29,10 @@ That is an exact test, run on a few hundred bytes.
 The same test bounds the merge of one enormous piece (``LongPieces``: a megabyte of spaces, of
 ``=``, of DNA letters): the piece is merged a block of ``LONG_BLOCK_BYTES`` at a time, each block's
 final prefix kept and the merge going on from its end, so the merge's memory (about 48 bytes a
-byte in one heap) is that of a block, not of the piece.
+byte in one heap) is that of a block, not of the piece. The engine takes each block's ids as it
+comes (``count`` keeps none), and ``final_prefix`` on a piece of more than ``LONG_PIECE_BYTES``
+(a stream or a session fed one enormous chunk) goes through the same blocks before it searches the
+last one.
 
 Performance notes: the stream runs it only on a piece longer than ``StreamPlan.interior_min``
 characters, and again when the piece has grown by as much (or doubled, after a failed test): one
