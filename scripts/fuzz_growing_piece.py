@@ -7,6 +7,10 @@ compared with ``Tokenizer.encode`` of the whole text (which tests/test_xnli.py a
 tests tie to ``tokenizers``). tests/test_growing_piece.py runs a sample of this in CI.
 
     python scripts/fuzz_growing_piece.py --model llama3.1 --model gpt4o --cases 2000
+
+``--long``: runs of more than ``LONG_PIECE_BYTES`` fed in chunks of up to a megabyte (rule 3 then
+searches the growing piece block by block, ``GrowingPiece.final_prefix``), to a stream and to a
+prompt session in one append, and ``encode`` checked against one heap a piece (``long_pieces`` off).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from peek2.bpe.merger import LONG_PIECE_BYTES
 from peek2.tokenizer import Tokenizer
 
 POOL = (
@@ -50,12 +55,12 @@ def case(rng: random.Random, limit: int) -> str:
     return rng.choice(HEADS) + run + rng.choice(TAILS)
 
 
-def stream(tok: Tokenizer, rng: random.Random, text: str) -> list[int]:
+def stream(tok: Tokenizer, rng: random.Random, text: str, sizes: list[int]) -> list[int]:
     encoder = tok.stream_encoder()
     ids: list[int] = []
     at = 0
     while at < len(text):
-        size = rng.choice([1, 2, 3, 7, 64, 500, 3000])
+        size = rng.choice(sizes)
         encoder.feed(text[at : at + size], ids)
         at += size
     return encoder.finish(ids)
@@ -67,18 +72,34 @@ def main() -> int:
     parser.add_argument("--model", action="append", help="default: llama3.1, qwen3, gpt4o, deepseek-v3")
     parser.add_argument("--cases", type=int, default=500, help="per model")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--long", action="store_true", help="runs of more than LONG_PIECE_BYTES, in chunks of up to 1 MB")
     args = parser.parse_args()
+    sizes = [1, 7, 3000, 100_000, 400_000, 1_000_000] if args.long else [1, 2, 3, 7, 64, 500, 3000]
     failures = 0
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.model or ["llama3.1", "qwen3", "gpt4o", "deepseek-v3"]:
             tok = load(args.data, name, Path(scratch))
-            limit = tok.stream_encoder()._stream.plan.interior_min
+            limit = LONG_PIECE_BYTES if args.long else tok.stream_encoder()._stream.plan.interior_min
             rng = random.Random(f"{args.seed}-{name}")
             cut = 0
             for k in range(args.cases):
                 text = case(rng, limit)
                 expected = tok.encode(text, False)
-                got = stream(tok, rng, text)
+                got = stream(tok, rng, text, sizes)
+                if args.long:
+                    engine = tok._engine
+                    blocks = engine.long_pieces
+                    engine.long_pieces = None
+                    try:
+                        engine.cache.clear()
+                        one_heap = tok.encode(text, False)
+                    finally:
+                        engine.long_pieces = blocks
+                    session = tok.prompt_session(add_special_tokens=False)
+                    session.append(text[: len(text) // 3])
+                    session.append(text[len(text) // 3 :])
+                    if one_heap != expected or session.ids != expected or tok.count(text, False) != len(expected):
+                        got = []  # (reported below)
                 if got != expected:
                     failures += 1
                     print(f"{name} case {k}: MISMATCH {ascii(text[:40])} ... {ascii(text[-20:])}", flush=True)
