@@ -159,6 +159,9 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             except ValueError as error:
                 out.truncate(mark)
                 bad(source, line, str(error).replace("texts[0]: ", ""))
+    # In input order: a lone surrogate is found by the encode, after every parse error of the unit,
+    # so that the rejects file's order followed where units end (other on the Ray engine; a bug hunt).
+    rejects.sort(key=lambda reject: (reject[0], reject[1]))
     return UnitResult(out.getvalue(), numpy.array(lengths, dtype=numpy.int64), rejects, blank, newlines)
 
 

@@ -238,6 +238,11 @@ def read_compressed(batch: Any, sources: list[Source], options: Any) -> Any:
             yield pa.Table.from_pylist([_row(unit.source, "lines", unit.line, 0, None, unit.payload, told)], schema=schema)
 
 
+class DocumentError(ValueError):
+    """A bad document, raised in an actor (the writing process tells it from other failures by
+    this name: it is the local engine's document error there, with its advice)."""
+
+
 class TokenizeRanges:
     """A Ray actor that encodes what a row names (``_row``) as the local engine's workers encode
     a unit; returns the documents' ids (``input_ids``) and, where the row held blank lines, a last
@@ -275,7 +280,7 @@ class TokenizeRanges:
                     result = encode_unit(unit, self.tokenizer, options, self.paths)
                 except BadDocument as error:  # (the local engine's message: the file and its line or row)
                     line = error.line if unit.line or unit.kind != "jsonl" else _line_at(path, start) + error.line - 1
-                    raise ValueError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
+                    raise DocumentError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
                 yield self._table(unit, result)
 
     def _table(self, unit: Any, result: Any) -> Any:

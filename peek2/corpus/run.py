@@ -472,9 +472,13 @@ def _run(
 
             try:
                 write_batches(batches, writer, options.dtype, progress, stats, options, reject, unit_done, cursor)
+            except OSError:  # (writing here: as on the local engine)
+                raise
             except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
                 # The user's error is the last "SomeError: ..." line of Ray's report; what was
-                # written before it is kept for --resume, as the local engine keeps it.
+                # written before it is kept for --resume, as the local engine keeps it. A bad
+                # document or an unreadable input is the local engine's error, with its advice
+                # (a run that had --skip-bad was told to add it; a bug hunt).
                 # (Dotted names too: pyarrow.lib.ArrowInvalid was not named; Ray's own wrappers left out.)
                 causes = [
                     line.strip()
@@ -482,7 +486,12 @@ def _run(
                     if re.match(r"\s*[\w.]+(Error|Invalid|Exception): ", line) and not line.strip().startswith("ray.")
                 ]
                 cause = causes[-1] if causes else type(error).__name__
-                raise CorpusError(f"the ray engine failed: {cause} (the work so far is kept in {run.work}: continue with --resume; --skip-bad skips bad documents)") from None
+                kind, _, message = cause.partition(": ")
+                if kind.rsplit(".", 1)[-1] == "DocumentError":
+                    raise _DocumentError(message) from None
+                if kind.rsplit(".", 1)[-1] == "CorpusInputError":
+                    raise CorpusInputError(message) from None
+                raise CorpusError(f"the ray engine failed: {cause} (the work so far is kept in {run.work}: continue with --resume)") from None
             done = Cursor(len(sources))
         elif in_process:
             workers = 1
