@@ -38,10 +38,14 @@ _PLAIN_STARTER: Final = 4
 """A character whose canonical decomposition is itself, Hangul syllables aside."""
 
 _kinds: dict[str, int] = {}
-_clusters: dict[str, tuple[str, list[int]]] = {}  # cluster -> its NFC and alignment ([]: unchanged)
+_KINDS_KEPT: Final = 1 << 16
+# cluster -> its NFC and alignment (() where unchanged): tuples of ints, which the garbage
+# collector stops walking (the alignment lists kept the dict tracked: a full collection walked
+# its 65,536 entries, caught by test_a_tokenizer_adds_nothing_large_for_the_garbage_collector_to_walk)
+_clusters: dict[str, tuple[str, tuple[int, ...]]] = {}
 _CLUSTER_MAX: Final = 32
 """Clusters of more characters are not kept (each is aligned on its own)."""
-_CLUSTERS_KEPT: Final = 1 << 16
+_CLUSTERS_KEPT: Final = 1 << 13
 
 
 def nfc_aligned(text: str) -> tuple[str, list[int]]:
@@ -68,21 +72,22 @@ def nfc_aligned(text: str) -> tuple[str, list[int]]:
             continue
         cluster = text[start:end]
         if end - start <= _CLUSTER_MAX:
-            known = _clusters.get(cluster)
-            if known is None:
+            kept = _clusters.get(cluster)
+            if kept is None:
                 cluster_normalized, cluster_source = aligned_by_rules(cluster)
-                known = (cluster_normalized, [] if cluster_normalized == cluster else cluster_source)
+                kept = (cluster_normalized, () if cluster_normalized == cluster else tuple(cluster_source))
                 if len(_clusters) >= _CLUSTERS_KEPT:
                     _clusters.clear()
-                _clusters[cluster] = known
+                _clusters[cluster] = kept
+            changed, moves = kept[0], list(kept[1])
         else:
-            known = _marks_run(cluster)
-        if known[1]:
+            changed, moves = _marks_run(cluster)
+        if moves:
             if copied < start:
                 parts.append(text[copied:start])
                 source.extend(range(copied, start))
-            parts.append(known[0])
-            for k in known[1]:
+            parts.append(changed)
+            for k in moves:
                 source.append(start + k)
             copied = end
         start = end
@@ -109,6 +114,8 @@ def _kind(char: str) -> int:
             kind |= _MARK
         if singleton and not hangul:
             kind |= _PLAIN_STARTER
+        if len(_kinds) >= _KINDS_KEPT:  # (a text of every code point: bounded)
+            _kinds.clear()
         _kinds[char] = kind
     return kind
 
