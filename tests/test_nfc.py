@@ -76,3 +76,33 @@ def test_offsets_through_nfc_for_every_active_scalar(data_dir: Path) -> None:
             expected = reference.encode(text, add_special_tokens=False)
             got = ours.encode_with_offsets(text, False)
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets), f"U+{ord(char):04X} in {ascii(text)}"
+
+
+def test_the_class_nfc_may_not_cut_before_agrees_with_the_rule() -> None:
+    """``not_boundary_end`` finds a long run of marks with a generated character class; it must be
+    the rule NFC cuts by (``_boundary``) for every scalar but the LATE ones (cut out before)."""
+    from peek2.normalize import nfc as module
+
+    for cp in range(0x110000):
+        char = chr(cp)
+        if 0xD800 <= cp <= 0xDFFF or char in LATE:
+            continue
+        assert (module.not_boundary_end(char, 0) == 1) == (not module._boundary(char)), f"U+{cp:04X}"
+
+
+def test_runs_of_marks_in_or_out_of_order_and_decomposable() -> None:
+    """Long stretches NFC may not cut (more than CHUNK scalars): in canonical order they take one C
+    call, out of order a sort; both as the reference normalizes them, decompositions included."""
+    import random
+
+    reference = normalizers.NFC()
+    heads = ["e", "a", "\u00e9", "\u1e17", "\u212b", "\u1100", "\uac00", "\u0915", "\u0f40", "\u01d5"]
+    marks = ["\u0301", "\u0300", "\u0323", "\u0327", "\u0308", "\u0344", "\u0340", "\u0343", "\u0f71",
+             "\u0f72", "\u0f73", "\u0f75", "\u0f81", "\u093c", "\u1161", "\u11a8", "\u05b0", "\u0345"]
+    rng = random.Random(5)
+    for _ in range(400):
+        body = [rng.choice(marks[:4]) if rng.random() < 0.5 else rng.choice(marks) for _ in range(rng.randint(250, 900))]
+        if rng.random() < 0.5:
+            body.sort(key=unicodedata2.combining)  # canonical order: the one-call path
+        text = rng.choice(heads) + "".join(body) + rng.choice(["", " ", "x\u0301"])
+        assert nfc(text) == reference.normalize_str(text), ascii(text[:60])

@@ -15,6 +15,7 @@ from typing import Callable
 
 import pytest
 import tokenizers
+import unicodedata2  # type: ignore[import-not-found]
 
 from peek2.tokenizer import Tokenizer
 from tests.scaling import growth
@@ -908,3 +909,19 @@ def test_nfc_alignment_by_clusters_equals_the_rules() -> None:
         if trial % 3 == 0:  # a cluster longer than those looked up
             text += "\u0301\u0323" * rng.randint(10, 30) + rng.choice(pool)
         assert nfc_aligned(text) == aligned_by_rules(text), ascii(text)
+
+
+def test_nfc_alignment_of_runs_longer_than_a_chunk_equals_the_rules() -> None:
+    """Runs of marks longer than NFC's chunk: their NFC is found once, by the text's NFC, and reused
+    for the alignment (sorted or not, after a head that decomposes, a late scalar or a jamo)."""
+    from peek2.normalize.aligned import aligned_by_rules, nfc_aligned
+
+    rng = random.Random(8)
+    heads = ["e", "\u00e9", "\u212b", "\u07fd", "\u1100", "\uac00", "\u0f40", "x\u0301"]
+    marks = "\u0301\u0323\u0302\u0308\u0327\u0344\u0f71\u0f72\u0f73\u093c\u0345"
+    for _ in range(60):
+        body = [rng.choice(marks) for _ in range(rng.randint(257, 700))]
+        if rng.random() < 0.5:
+            body.sort(key=unicodedata2.combining)
+        text = rng.choice(["", "ab ", "\u0301"]) + rng.choice(heads) + "".join(body) + rng.choice(["", " z", "\u07fd\u0301"])
+        assert nfc_aligned(text) == aligned_by_rules(text), ascii(text[:60])
