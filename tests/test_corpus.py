@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -1000,6 +1001,40 @@ def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, l
         peek2.corpus.tokenize(
             tmp_path / "cut.jsonl.gz", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "cut", format="megatron", engine="ray", quiet=True, skip_bad=True
         )
+
+
+def test_ray_engine_reports_the_first_bad_document_in_input_order(tmp_path: Path, data_dir: Path, local_ray: object) -> None:
+    """Two bad documents: the one first in the input is reported, as the local engine reports it,
+    and what comes before it is written. (An actor raised, so the run stopped at whichever actor
+    failed first: here b.jsonl's first line, found while a.jsonl's long range was still encoding.)"""
+    (tmp_path / "in").mkdir()
+    lines = [json.dumps({"text": f"document {k} " * 3}) for k in range(150_000)]
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join(lines) + '\n{"text": 7}\n', encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl").write_text('{"text": null}\n', encoding="utf-8")
+    messages = []
+    for engine in ("local", "ray"):
+        with pytest.raises(CorpusInputError) as caught:
+            peek2.corpus.tokenize(
+                tmp_path / "in", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / engine / "o", format="megatron", engine=engine, quiet=True
+            )
+        messages.append(str(caught.value).replace(f"/{engine}/o", "/ENGINE/o"))
+    assert messages[0] == messages[1]
+    assert re.match(r"^\S*a.jsonl:150001: field 'text' is int, not a string \(the work so far is kept in ", messages[1]), messages[1]
+    # An input the actors cannot read (a column of numbers): the local engine's error too.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "in2").mkdir()
+    pq.write_table(pa.table({"text": ["fine", "also fine"]}), tmp_path / "in2" / "a.parquet")
+    pq.write_table(pa.table({"text": [1, 2]}), tmp_path / "in2" / "b.parquet")
+    told = []
+    for engine in ("local", "ray"):
+        with pytest.raises(CorpusInputError) as caught:
+            peek2.corpus.tokenize(
+                tmp_path / "in2", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / engine / "p", format="megatron", engine=engine, quiet=True
+            )
+        told.append(str(caught.value))
+    assert told[0] == told[1] and "b.parquet" in told[1] and told[1].endswith("(fix the input, then start over with --force)"), told
 
 
 def test_ray_engine_reads_as_the_local_engine(tmp_path: Path, data_dir: Path, local_ray: object) -> None:

@@ -239,8 +239,13 @@ def read_compressed(batch: Any, sources: list[Source], options: Any) -> Any:
 
 
 class DocumentError(ValueError):
-    """A bad document, raised in an actor (the writing process tells it from other failures by
-    this name: it is the local engine's document error there, with its advice)."""
+    """A bad document, found by an actor (the writing process raises it where it comes in the
+    input: it is the local engine's document error there, with its advice)."""
+
+
+class ToldInputError(CorpusInputError):
+    """An input an actor could not read, raised by the writing process where it comes in the input
+    (a class of its own: Ray's wrapper of an error raised on the cluster is also a CorpusInputError)."""
 
 
 class TokenizeRanges:
@@ -275,13 +280,28 @@ class TokenizeRanges:
                 units = _arrow_units(self.sources[source], source, first, options.unit_bytes, options.text_key, (start, end))
             else:
                 units = read_units(self.sources, first, options.unit_bytes, options.text_key, end)
-            for unit in units:
-                try:
-                    result = encode_unit(unit, self.tokenizer, options, self.paths)
-                except BadDocument as error:  # (the local engine's message: the file and its line or row)
-                    line = error.line if unit.line or unit.kind != "jsonl" else _line_at(path, start) + error.line - 1
-                    raise DocumentError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
-                yield self._table(unit, result)
+            try:
+                for unit in units:
+                    try:
+                        result = encode_unit(unit, self.tokenizer, options, self.paths)
+                    except BadDocument as error:  # (the local engine's message: the file and its line or row)
+                        line = error.line if unit.line or unit.kind != "jsonl" else _line_at(path, start) + error.line - 1
+                        raise DocumentError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
+                    yield self._table(unit, result)
+            except (DocumentError, CorpusInputError) as error:
+                # Told in order, not raised: the writing process raises it where it comes in the
+                # input, after the units before it (an actor's raise stopped the run at whichever
+                # failed first, so two bad documents were reported in no fixed order).
+                yield self._failure(error)
+                return
+
+    def _failure(self, error: Exception) -> Any:
+        """A row without ids that tells the error of the unit where the row stopped (``failed``)."""
+        import pyarrow as pa
+
+        told = {"failed": type(error).__name__, "message": str(error)}
+        ids = pa.large_list(pa.uint16() if self.options.dtype == "uint16" else pa.uint32())  # (as _table's)
+        return pa.table({"input_ids": pa.array([None], type=ids), "unit": pa.array([json.dumps(told, ensure_ascii=False)], type=pa.string())})
 
     def _table(self, unit: Any, result: Any) -> Any:
         """The documents of a unit's result as ``input_ids`` rows, then a row without ids that
@@ -353,6 +373,8 @@ def write_batches(
             _write(pa.concat_tables(held), writer, dtype, progress, stats, options)
             held.clear()
             unit = json.loads(told_rows[end].as_py())
+            if "failed" in unit:  # (the units before it are written and done)
+                raise (DocumentError if unit["failed"] == "DocumentError" else ToldInputError)(unit["message"])
             stats["blank_lines"] += unit["blank_lines"]
             stats["input_bytes"] += unit["input_bytes"]
             progress.update(unit["input_bytes"], 0, 0)

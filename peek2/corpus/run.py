@@ -459,7 +459,7 @@ def _run(
     try:
         units = read_units(sources, cursor, options.unit_bytes, options.text_key)
         if ray is not None:
-            from peek2.corpus.ray_engine import ray_batches, write_batches
+            from peek2.corpus.ray_engine import DocumentError, ToldInputError, ray_batches, write_batches
 
             batches, workers = ray_batches(sources, options, tok, ray[0], ray[1], progress.mode == "quiet", cursor)
 
@@ -472,8 +472,10 @@ def _run(
 
             try:
                 write_batches(batches, writer, options.dtype, progress, stats, options, reject, unit_done, cursor)
-            except OSError:  # (writing here: as on the local engine)
+            except (OSError, ToldInputError):  # (writing here, or an input an actor told of: as on the local engine)
                 raise
+            except DocumentError as error:  # (told by an actor in its place in the input: the first bad document)
+                raise _DocumentError(str(error)) from None
             except Exception as error:  # a read or a batch failed on the cluster (RayTaskError, ...)
                 # The user's error is the last "SomeError: ..." line of Ray's report; what was
                 # written before it is kept for --resume, as the local engine keeps it. A bad
