@@ -1175,3 +1175,82 @@ def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:
     assert read_megatron(str(tmp_path / "megatron_text_document"))[0::2] == ([], [0])
     assert read_parquet(str(tmp_path / "parquet.parquet"))[:2] == ([], [])
     assert not list(tmp_path.glob("llmc_*.bin"))
+
+
+def test_inputs_that_cannot_be_read_are_named(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: a file that cannot be read was "cannot write" the output (exit 1, the input not
+    named), and a folder that cannot be listed was skipped without a word (half the documents)."""
+    (tmp_path / "mem.jsonl").symlink_to("/proc/self/mem")  # (reads fail with EIO, also for root)
+    run = subprocess.run(
+        _cli(str(tmp_path / "mem.jsonl"), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"), "--format", "megatron", "--quiet"),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2 and re.fullmatch(r"peek2: \S*mem.jsonl: cannot read: Input/output error\n", run.stderr), run.stderr
+    (tmp_path / "in" / "sub").mkdir(parents=True)
+    for name in ("a.jsonl", "sub/b.jsonl"):
+        (tmp_path / "in" / name).write_text('{"text": "x"}\n', encoding="utf-8")
+    listing = os.scandir
+
+    def refused(path: object = ".") -> object:
+        if str(path).endswith("sub"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", refused)
+    for inputs in (tmp_path / "in", str(tmp_path / "in" / "**" / "*.jsonl")):
+        with pytest.raises(CorpusInputError, match=r"in/sub: cannot read this folder: Permission denied"):
+            peek2.corpus.tokenize(inputs, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "p", format="megatron", quiet=True)
+
+
+def test_a_glob_through_a_link_back_up_reads_each_file_once(tmp_path: Path) -> None:
+    """A bug hunt: ``**`` through a link to a folder above listed a file once per way round (41
+    times), and with two such links did not end. Now as a folder input: each real folder once."""
+    from peek2.corpus.inputs import find_inputs
+
+    (tmp_path / "lp" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "lp" / "a" / "b" / "x.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "lp" / "a" / "y.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "lp" / "a" / ".hidden").mkdir()
+    (tmp_path / "lp" / "a" / ".hidden" / "z.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "lp" / "a" / "b" / "up").symlink_to("..")
+    (tmp_path / "lp" / "a" / "link").symlink_to("../a")
+    found = [Path(s.path).relative_to(tmp_path).as_posix() for s in find_inputs(str(tmp_path / "lp" / "**" / "*.jsonl"))]
+    assert found == ["lp/a/b/x.jsonl", "lp/a/y.jsonl"]
+    assert [s.path for s in find_inputs(str(tmp_path / "lp" / "*" / "*.jsonl"))] == [str(tmp_path / "lp" / "a" / "y.jsonl")]
+    monkey_cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert [s.path for s in find_inputs("**/b/*.jsonl")] == ["lp/a/b/x.jsonl"]
+        assert [s.path for s in find_inputs("lp/**/.hidden/*.jsonl")] == ["lp/a/.hidden/z.jsonl"]
+    finally:
+        os.chdir(monkey_cwd)
+
+
+def test_a_file_name_that_is_not_utf8_in_the_rejects(tmp_path: Path, data_dir: Path) -> None:
+    """A bug hunt: --skip-bad with a bad document in a file whose name is not UTF-8 stopped with a
+    codec error (no file, no line) on every --resume. Its name is kept as \\udcXX escapes."""
+    name = os.fsdecode(b"bad\xff.jsonl")
+    (tmp_path / name).write_bytes(b'{"text": "ok"}\n{"text": 5}\n')
+    stats = peek2.corpus.tokenize(
+        tmp_path / name, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", quiet=True, skip_bad=True
+    )
+    assert (stats.documents, stats.rejected) == (1, 1)
+    record = json.loads((tmp_path / "o.rejects.jsonl").read_bytes().decode("ascii"))
+    assert os.fsencode(record["file"]).endswith(b"bad\xff.jsonl") and record["line"] == 2
+
+
+def test_a_byte_order_mark_starts_a_jsonl_file(tmp_path: Path, data_dir: Path) -> None:
+    """Files saved by Windows tools start with a BOM (refused as malformed JSON on line 1): JSON
+    parsers may ignore it (RFC 8259). Only there: elsewhere it is text, or malformed JSON."""
+    from tokenizers import Tokenizer as Reference
+
+    (tmp_path / "bom.jsonl").write_bytes(b'\xef\xbb\xbf{"text": "first"}\n{"text": "\xef\xbb\xbfsecond"}\n')
+    stats = peek2.corpus.tokenize(tmp_path / "bom.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="parquet", quiet=True)
+    reference = Reference.from_file(tokenizer_path(data_dir, LLAMA))
+    import pyarrow.parquet as pq
+
+    ids = pq.read_table(tmp_path / "o.parquet").column("input_ids").to_pylist()
+    assert stats.documents == 2 and ids == [reference.encode(t, add_special_tokens=False).ids for t in ("first", "\ufeffsecond")]
+    (tmp_path / "late.jsonl").write_bytes(b'{"text": "first"}\n\xef\xbb\xbf{"text": "second"}\n')
+    with pytest.raises(CorpusInputError, match=r"late.jsonl:2: malformed JSON"):
+        peek2.corpus.tokenize(tmp_path / "late.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "p", format="megatron", quiet=True)

@@ -94,6 +94,7 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             lines.pop()
         key = options.text_key
         first_line = unit.line or 1  # (0: not counted by the reader, numbered from 1 here)
+        file_start = unit.line == 1 or (not isinstance(unit.payload, bytes) and unit.payload[1] == 0)
         for k, raw in enumerate(lines):
             line = first_line + k
             try:
@@ -101,6 +102,8 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
             except UnicodeDecodeError as error:
                 bad(unit.source, line, f"invalid UTF-8 (byte 0x{raw[error.start]:02X} at byte {error.start} of the line)")
                 continue
+            if k == 0 and file_start and decoded.startswith("\ufeff"):
+                decoded = decoded[1:]  # (a byte order mark, as Windows tools write: JSON parsers may ignore it, RFC 8259)
             if not decoded.strip(JSON_SPACE):  # (JSON's white space only: a line of U+00A0 is malformed, not blank)
                 blank += 1
                 continue

@@ -14,6 +14,7 @@ run starts at a unit boundary (``Cursor``).
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import gzip
 import hashlib
@@ -47,13 +48,16 @@ class Source:
 
     def fingerprint(self) -> dict[str, Any]:
         """Size, mtime and a hash of the first and last MB: what a resumed run must find again."""
-        stat = os.stat(self.path)
         digest = hashlib.sha256()
-        with open(self.path, "rb") as handle:
-            digest.update(handle.read(FINGERPRINT_BYTES))
-            if stat.st_size > FINGERPRINT_BYTES:
-                handle.seek(max(FINGERPRINT_BYTES, stat.st_size - FINGERPRINT_BYTES))
+        try:  # (an unreadable input was "cannot write" the output: the OSError went to the writer's handler)
+            stat = os.stat(self.path)
+            with open(self.path, "rb") as handle:
                 digest.update(handle.read(FINGERPRINT_BYTES))
+                if stat.st_size > FINGERPRINT_BYTES:
+                    handle.seek(max(FINGERPRINT_BYTES, stat.st_size - FINGERPRINT_BYTES))
+                    digest.update(handle.read(FINGERPRINT_BYTES))
+        except OSError as error:
+            raise CorpusInputError(f"{self.path}: cannot read: {error.strerror or error}") from None
         return {"path": os.path.abspath(self.path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
 
 
@@ -168,6 +172,57 @@ def _regular_file(path: str) -> None:
     )
 
 
+def _unreadable_folder(error: OSError) -> None:
+    """``os.walk`` skips a folder it cannot list: its documents would be lost without a word."""
+    raise CorpusInputError(f"{error.filename}: cannot read this folder: {error.strerror or error}")
+
+
+def _glob_files(pattern: str) -> list[str]:
+    """``sorted(glob.glob(pattern, recursive=True))``, but a ``**`` walks each real folder once, as
+    a folder input does (through a link back up the tree, glob listed a file once per way round:
+    41 times, and with two such links it did not end; a bug hunt)."""
+    parts = pattern.replace(os.sep, "/").split("/")
+    if "**" not in parts:
+        return sorted(glob.glob(pattern))
+    literal = 0
+    while not glob.has_magic(parts[literal]):
+        literal += 1
+    base = "/".join(parts[:literal]) or ("." if not pattern.startswith("/") else "/")
+    if not os.path.isdir(base):
+        return []
+    matches = []
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, files in os.walk(base, onerror=_unreadable_folder, followlinks=True):
+        status = os.stat(root)
+        if (status.st_dev, status.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((status.st_dev, status.st_ino))
+        for name in files:
+            path = os.path.join(root, name) if parts[:literal] else os.path.relpath(os.path.join(root, name), base)
+            if _glob_match(tuple(path.replace(os.sep, "/").split("/")[literal if parts[:literal] else 0 :]), tuple(parts[literal:])):
+                matches.append(path)
+    return sorted(matches)
+
+
+def _glob_match(names: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
+    """Whether path components ``names`` match ``patterns`` as glob's do: ``**`` any number of
+    components, and a name that starts with "." only a pattern that does."""
+    if not patterns:
+        return not names
+    first = patterns[0]
+    if first == "**":
+        for k in range(len(names) + 1):
+            if _glob_match(names[k:], patterns[1:]):
+                return True
+            if k < len(names) and names[k].startswith("."):
+                return False
+        return False
+    if not names or (names[0].startswith(".") and not first.startswith(".")):
+        return False
+    return fnmatch.fnmatchcase(names[0], first) and _glob_match(names[1:], patterns[1:])
+
+
 def _folder_sources(folder: str) -> list[Source]:
     """The input files under ``folder`` as its ``folder/**/*`` glob gives them: in sorted path
     order, hidden files and folders (a name starting with ".") left out, linked folders followed
@@ -177,7 +232,7 @@ def _folder_sources(folder: str) -> list[Source]:
     sort of paths put it after; linked folders were skipped and hidden files read.)"""
     found: list[tuple[str, list[Source]]] = []
     seen: set[tuple[int, int]] = set()
-    for root, dirs, files in os.walk(folder, followlinks=True):
+    for root, dirs, files in os.walk(folder, onerror=_unreadable_folder, followlinks=True):
         status = os.stat(root)
         if (status.st_dev, status.st_ino) in seen:  # (a link back up the tree: once is enough)
             dirs[:] = []
@@ -241,7 +296,7 @@ def find_inputs(inputs: object) -> list[Source]:
             _regular_file(name)
             sources.append(Source(name, *kind))
         elif glob.has_magic(name):
-            matches = sorted(glob.glob(name, recursive=True))
+            matches = _glob_files(name)
             files = [m for m in matches if not os.path.isdir(m) and _kind(m) is not None and not _in_work_folder(m)]
             if not files:
                 raise CorpusInputError(f"{name}: the pattern matches no input file")

@@ -422,7 +422,11 @@ def _run(
 
     def reject(source: int, line: int, reason: str) -> None:
         """A document skipped (``skip_bad``), in PREFIX.rejects.jsonl."""
-        rejects.write((json.dumps({"file": paths[source], "line": line, "reason": reason}, ensure_ascii=False) + "\n").encode("utf-8"))
+        record = {"file": paths[source], "line": line, "reason": reason}
+        try:
+            rejects.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        except UnicodeEncodeError:  # (a file name that is not UTF-8: \udcXX escapes, which json.loads and
+            rejects.write((json.dumps(record) + "\n").encode("ascii"))  # os.fsencode turn back into its bytes)
         stats["rejected"] += 1
 
     # Where the next unit of each JSONL source starts, for the units whose lines the worker counted.
