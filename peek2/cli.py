@@ -188,7 +188,9 @@ class _Progress:
 
 def _tokenizer(args: argparse.Namespace) -> Tokenizer:
     try:
-        if args.tokenizer:
+        if args.tokenizer is not None:  # (an empty one too: it loaded the default model; a bug hunt)
+            if not args.tokenizer:
+                raise CliError("--tokenizer: an empty path")
             return Tokenizer.from_file(args.tokenizer)
         return Tokenizer.from_pretrained(args.model)
     except FileNotFoundError as error:

@@ -55,6 +55,7 @@ class RankFileSettings:
     # Qwen's list one merge per token (recover_merges).
     all_splits: bool
     prefix_ids: tuple[int, ...] = ()
+    added_as_utf8: bool = False  # tiktoken's decoding of special tokens (see TokenizerSpec)
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class ModelSource:
             normalizer=settings.normalizer,
             prefix_ids=list(settings.prefix_ids),
             source=os.fspath(self.path),
+            added_as_utf8=settings.added_as_utf8,
         )
 
 
@@ -233,7 +235,7 @@ _DEEPSEEK_V3_PLACEHOLDERS = tuple(
 def _openai(family: str, vocab_size: int, special_tokens: dict[str, int]) -> RankFileSettings:
     """tiktoken's own semantics: a piece that is a token is that token, else merges by rank."""
     return RankFileSettings(family=family, vocab_size=vocab_size, added_tokens=tuple(special_added_tokens(special_tokens)),
-                            normalizer=None, ignore_merges=True, all_splits=True)  # fmt: skip
+                            normalizer=None, ignore_merges=True, all_splits=True, added_as_utf8=True)  # fmt: skip
 
 
 MODELS: dict[str, NamedModel] = {

@@ -112,7 +112,9 @@ class TokenizerSpec:
     one leading space is kept (``Tokenizer.encode_with_offsets``). ``prefix_space`` is a ``ByteLevel``
     pre-tokenizer's ``add_prefix_space``: a space goes before each text segment (the normalized
     text between two added tokens) that does not start with one, where it spans the segment's
-    first character.
+    first character. ``added_as_utf8``: an added token's bytes are its text's UTF-8, as tiktoken
+    decodes a special token, not its characters read through the byte-level alphabet, as tokenizers
+    decodes one ("‹|\xe9|>" is "<|\ufffd|>" there).
     """
 
     family: str
@@ -129,6 +131,7 @@ class TokenizerSpec:
     source: str = ""
     trim_offsets: tuple[bool, bool] = (False, False)
     prefix_space: bool = False
+    added_as_utf8: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.merges, (tuple, RankedMerges)):

@@ -29,7 +29,7 @@ import pickle
 import threading
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence, SupportsIndex, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence, SupportsIndex, cast
 
 
 from librt.strings import BytesWriter, write_i16_le, write_i32_le
@@ -146,7 +146,7 @@ class Tokenizer:
             # UTF-8; a normalized token's characters after normalization, as tokenizers decodes it
             # (Qwen's NFC and a token "e\u0301": "\xe9", the byte 0xE9; a bug hunt).
             content = normalize(added.content) if added.normalized else added.content
-            data = to_bytes(content)
+            data = None if spec.added_as_utf8 else to_bytes(content)
             if data is None:
                 try:
                     data = content.encode("utf-8")
@@ -331,10 +331,14 @@ class Tokenizer:
         from peek2.pretokenize.families import find_tiktoken_family
 
         family = find_tiktoken_family(pattern).name
+        if special_tokens is not None and not isinstance(special_tokens, Mapping):
+            raise TypeError(f"special_tokens must be a dict of str to int, not {type(special_tokens).__name__}")
         specials = dict(special_tokens or {})
         for content, token_id in specials.items():
             if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
                 raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
+            if not content:  # (it was loaded and never matched; tiktoken hangs on it)
+                raise ValueError(f"special_tokens: an empty name (id {token_id})")
             if token_id < 0:
                 raise ValueError(f"special_tokens: the id of {content!r} must not be negative, not {token_id}")
         from peek2.formats import load_cache
@@ -348,6 +352,7 @@ class Tokenizer:
                 ignore_merges=True,
                 added_tokens=special_added_tokens(specials),
                 source=os.fspath(path),
+                added_as_utf8=True,
             )
 
         # (whether the file is gunzipped follows its name, not its bytes: part of the entry's key)
@@ -809,11 +814,20 @@ class Tokenizer:
         added_ids = {t.id for t in self._added}
         skipped = {t.id for t in self._added if (self._normalize(t.content) if t.normalized else t.content) in specials}
         for content in specials:
-            data = to_bytes(content)
+            data = self._added_bytes(content)
             token_id = self.spec.vocab.get(data) if data is not None else None
             if token_id is not None and token_id not in added_ids:
                 skipped.add(token_id)
         return skipped
+
+    def _added_bytes(self, content: str) -> bytes | None:
+        """The bytes an added token's content stands for (None: not such text)."""
+        if not self.spec.added_as_utf8:
+            return to_bytes(content)
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
 
     def decode_batch(self, batch: Iterable[Iterable[SupportsIndex]], skip_special_tokens: bool = True) -> list[str]:
         """``[decode(ids) for ids in batch]``."""
@@ -855,10 +869,11 @@ class Tokenizer:
         return self.spec.vocab.get(data) if data is not None else None
 
     def id_to_bytes(self, token_id: int) -> bytes:
-        """The bytes of one token."""
+        """The bytes of one token, a special token's too (tiktoken's ``decode_single_token_bytes``;
+        it was ``b""`` for a special token: decode skips them by default, a bug hunt)."""
         if not hasattr(type(token_id), "__index__") or _is_array(token_id) and getattr(token_id, "ndim", 0) != 0:
             raise TypeError(f"token_id must be an int, not {type(token_id).__name__}")
-        return self.decode_bytes([token_id])
+        return self.decode_bytes([token_id], skip_special_tokens=False)
 
     @property
     def special_tokens(self) -> dict[str, int]:

@@ -95,6 +95,9 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "not a named model" in unknown.stderr
     pattern = peek2("split", "--pattern", "gpt5", stdin="x")
     assert pattern.returncode == 2 and "supported families" in pattern.stderr
+    # (a bug hunt: an empty --tokenizer loaded the default model)
+    empty = peek2("encode", "--tokenizer", "", stdin="x")
+    assert empty.returncode == 2 and empty.stderr == "peek2: --tokenizer: an empty path\n"
     bad_ids = peek2("decode", "--model", "llama3", stdin="1 two 3")
     assert bad_ids.returncode == 2 and "decode expects ids" in bad_ids.stderr
     binary = tmp_path / "binary.txt"

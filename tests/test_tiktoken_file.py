@@ -52,7 +52,7 @@ def test_blank_lines_and_crlf_are_accepted(tmp_path: Path) -> None:
         (b"YQ== 0\nY!== 1\n", r"bad\.tiktoken:2: token .* is not valid base64"),
         (b"YQ== 0\nYQ== 1\n", r"bad\.tiktoken:2: token b'a' repeated"),
         (b"YQ== 0\nYg== 0\n", r"bad\.tiktoken:2: rank 0 repeated \(first on line 1\)"),
-        (b"YQ== 0\nYg== 2\n", r"bad\.tiktoken: ranks are not contiguous: 2 tokens but rank 1 is missing"),
+        (b"YQ== 0\nYg== 2\n", r"bad\.tiktoken:2: rank 2, but the file has 2 tokens: ranks are not contiguous \(rank 1 is missing\)"),
         (b"YQ== 1\nYg== 2\n", r"rank 0 is missing"),
     ],
     ids=["one-field", "three-fields", "negative", "base64", "dup-token", "dup-rank", "gap", "no-zero"],
@@ -104,3 +104,43 @@ def test_qwen_rank_file_rebuilds_the_tokenizer_json(data_dir: Path) -> None:
     recovered = recover_merges(vocab)
     assert recovered == merges
     assert len(recovered) == 151387
+
+
+def test_special_tokens_decode_as_tiktoken_decodes_them(tmp_path: Path) -> None:
+    """A bug hunt: a special token's name of byte-level alphabet characters ("\u2039|\xe9|>", "\u0120")
+    decoded through that alphabet ("<|\\ufffd|>", " "), where tiktoken decodes its UTF-8; and
+    ``id_to_bytes`` of a special token was b"". Checked against tiktoken's Encoding."""
+    import tiktoken
+
+    from peek2 import Tokenizer
+
+    tokens = [bytes([b]) for b in range(256)] + [b"ab", b"abc"]
+    path = rank_file(tmp_path, tokens)
+    specials = {"\u2039|\xe9|>": 300, "\u0120": 301, "<|end|>": 302}
+    tok = Tokenizer.from_tiktoken(path, pattern="cl100k_base", special_tokens=specials)
+    ranks = {t: r for r, t in enumerate(tokens)}
+    reference = tiktoken.Encoding("test", pat_str=_cl100k_pat(), mergeable_ranks=ranks, special_tokens=specials)
+    text = "abc \u2039|\xe9|>\u0120 x<|end|>"
+    ids = reference.encode(text, allowed_special="all")
+    assert tok.encode(text) == ids
+    assert tok.decode(ids, skip_special_tokens=False) == reference.decode(ids) == text
+    for token_id in (300, 301, 302, 257, 97):
+        assert tok.id_to_bytes(token_id) == reference.decode_single_token_bytes(token_id)
+
+
+def _cl100k_pat() -> str:
+    from peek2.pretokenize.families import TIKTOKEN_PATTERNS
+
+    return TIKTOKEN_PATTERNS["cl100k"]
+
+
+def test_special_tokens_argument_errors(tmp_path: Path) -> None:
+    from peek2 import Tokenizer
+
+    path = rank_file(tmp_path, [bytes([b]) for b in range(256)])
+    with pytest.raises(ValueError, match=r"special_tokens: an empty name \(id 300\)"):
+        Tokenizer.from_tiktoken(path, pattern="cl100k", special_tokens={"": 300})
+    with pytest.raises(TypeError, match=r"special_tokens must be a dict of str to int, not list"):
+        Tokenizer.from_tiktoken(path, pattern="cl100k", special_tokens=["<|end|>"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"or a tiktoken encoding: .*cl100k_base"):
+        Tokenizer.from_tiktoken(path, pattern="cl100k_bas")

@@ -81,7 +81,10 @@ def parse_ranks(data: bytes, source: str = "<bytes>") -> dict[bytes, int]:
         raise ValueError(f"{source}: no ranks: the rank file is empty")
     if max(line_of_rank) != len(ranks) - 1:
         missing = min(set(range(len(ranks))) - line_of_rank.keys())
-        raise ValueError(f"{source}: ranks are not contiguous: {len(ranks)} tokens but rank {missing} is missing")
+        top = max(line_of_rank)
+        raise ValueError(
+            f"{source}:{line_of_rank[top]}: rank {top}, but the file has {len(ranks)} tokens: ranks are not contiguous (rank {missing} is missing)"
+        )
     return ranks
 
 

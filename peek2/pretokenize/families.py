@@ -292,7 +292,12 @@ def find_tiktoken_family(pattern_or_name: str) -> Family:
     if isinstance(pattern_or_name, str) and pattern_or_name in TIKTOKEN_ENCODINGS:
         return FAMILIES[TIKTOKEN_ENCODINGS[pattern_or_name]]
     family = _BY_TIKTOKEN_PATTERN.get(pattern_or_name) if isinstance(pattern_or_name, str) else None
-    return family if family is not None else find_family(pattern_or_name)
+    if family is not None:
+        return family
+    try:
+        return find_family(pattern_or_name)
+    except UnsupportedPatternError as error:  # (the names this also takes, which the message left out; a bug hunt)
+        raise UnsupportedPatternError(f"{error}; or a tiktoken encoding: {', '.join(TIKTOKEN_ENCODINGS)}") from None
 
 
 def find_sequence(patterns: tuple[str, ...]) -> Family:
