@@ -17,7 +17,8 @@ True
 
 Checkpoints are kept every ``CHECKPOINT_CHARS`` characters, and more densely near the end
 (``TAIL_CHECKPOINTS``: 256 and 4096 characters before it), where the next turn's edits
-usually start; each is four references (the pending strings are at most a piece or so).
+usually start; each is a few references (the pending strings are at most a piece or so, and a
+checkpoint is left out where more than ``CHECKPOINT_CHARS`` are pending).
 No bookkeeping for the caller: the key is the text itself; the least recently used prompt is
 dropped beyond ``max_prompts``, and a prompt that extends a cached one replaces it.
 
@@ -183,10 +184,16 @@ class PromptCache:
         self.encoded_chars += len(text) - start
         for stop in _checkpoint_positions(start, len(text)):
             encoder.feed(text[start:stop], ids)
+            start = stop
+            if encoder.pending_chars > CHECKPOINT_CHARS:
+                # Inside a long run the stream holds whole (a whitespace run after its last
+                # newline, marks NFC may reorder): a checkpoint would keep its own copy of the run
+                # so far, which the next feed copies again (4M spaces kept 249 MB; a bug hunt),
+                # and resuming there would encode that run again anyway.
+                continue
             positions.append(stop)
             counts.append(len(ids))
             states.append(encoder._snapshot())
-            start = stop
         result = ids + encoder.finish()
         entry = _Entry(text, ids, positions, counts, states)
         with self._lock:
