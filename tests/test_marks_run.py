@@ -154,3 +154,22 @@ def test_stream_cuts_nfc_runs_where_the_scalar_before_allows(pair: tuple[Tokeniz
     assert growth(jamo, session, 20_000) < 6
     assert session(angstroms(20_000)) == ref.encode(angstroms(20_000), add_special_tokens=False).ids
     assert growth(angstroms, session, 20_000) < 6
+
+    # A class-0 second half after another (a bug hunt: "x" + U+0BBE * 80K in 100-character appends
+    # took 3.4 s, "\u0bc6" + U+0BD7 * 80K 22.9 s): the cut is safe when neither it nor a composite
+    # NFC makes of it joins the next. Runs of them and of their first halves, against tokenizers.
+    seconds = ["\u0bbe", "\u0bd7", "\u09be", "\u09d7", "\u0b3e", "\u0b56", "\u0b57", "\u0cd5", "\u0cc2", "\u0d3e", "\u0d57", "\u0dcf", "\u102e"]
+    firsts = ["\u0bc6", "\u0bc7", "\u0bd2", "\u09c7", "\u0b47", "\u0cc6", "\u0cca", "\u0cbf", "\u0d46", "\u0dd9", "\u1025", "x"]
+    for _ in range(300):
+        text = "".join(rng.choice(seconds if rng.random() < 0.7 else firsts) for _ in range(rng.randint(2, 80)))
+        assert streamed_in_chunks(tok, text, rng, 4) == ref.encode(text, add_special_tokens=False).ids, ascii(text)
+
+    def tamil_aa(n: int) -> str:
+        return "x" + "\u0bbe" * n
+
+    def tamil_au(n: int) -> str:
+        return "\u0bc6" + "\u0bd7" * n
+
+    for make in (tamil_aa, tamil_au):
+        assert session(make(20_000)) == ref.encode(make(20_000), add_special_tokens=False).ids
+        assert growth(make, session, 20_000) < 6

@@ -231,6 +231,7 @@ def plan_of(tok: Tokenizer) -> StreamPlan:
 # ==== NFC: where a normalization run may be cut ====
 
 _nfc_sticky_chars: list[frozenset[str]] = []
+_composites_by_second: dict[str, list[str]] = {}  # second half -> the composites NFC makes of it
 
 
 def _nfc_sticky() -> frozenset[str]:
@@ -261,6 +262,8 @@ def _nfc_sticky() -> frozenset[str]:
                 composites.append(char)  # decided below, from the start of its full decomposition
             if len(parts) == 2:
                 sticky.add(parts[1])  # may compose with what precedes it
+                if unicodedata2.normalize("NFC", parts[0] + parts[1]) == char:  # (NFC makes it: not excluded)
+                    _composites_by_second.setdefault(parts[1], []).append(char)
                 if unicodedata2.normalize("NFD", parts[0]) != parts[0]:
                     made_from_marks.add(parts[1])
         sticky.update(chr(cp) for cp in range(0x1161, 0x1176))  # Hangul V jamo
@@ -312,6 +315,12 @@ def _nfc_cut_before(raw: str, k: int, sticky: frozenset[str]) -> bool:
         pair = raw[k - 1 : k + 1]
         alone = str(unicodedata2.normalize("NFC", raw[k - 1]))
         return str(unicodedata2.normalize("NFC", pair)) == alone + raw[k]
+    if raw[k] in _nfc_sticky_chars[1] and raw[k - 1] in _nfc_sticky_chars[1]:
+        # After another such second half P, NFC of the text before the cut ends with P or with a
+        # composite NFC made of P (P is a starter: it joins only the scalar just before it): the cut
+        # is safe when none of those joins this one (a run of Tamil U+0BBE was held whole; a bug hunt).
+        last = raw[k - 1]
+        return all(str(unicodedata2.normalize("NFC", end + raw[k])) == end + raw[k] for end in (last, *_composites_by_second.get(last, ())))
     return False
 
 
