@@ -19,9 +19,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy
-
-from peek2.corpus.batches import ids_column
+from peek2.bpe.merger import as_flag
+from peek2.corpus.batches import delimiter_id, ids_column
 from peek2.tokenizer import Tokenizer
 
 
@@ -57,10 +56,10 @@ class TokenizeBatches:
             self.tokenizer = Tokenizer.from_pretrained(tokenizer)
         self.text_key = text_key
         self.output_key = output_key
-        self.add_special_tokens = add_special_tokens
-        self.first_id = first_id
-        self.last_id = last_id
-        self.keep_columns = keep_columns  # False: the batch returned holds ``output_key`` alone
+        self.add_special_tokens = as_flag(add_special_tokens, "add_special_tokens")  # ("no" added BOS)
+        self.first_id = delimiter_id(self.tokenizer, first_id, "first_id")
+        self.last_id = delimiter_id(self.tokenizer, last_id, "last_id")
+        self.keep_columns = as_flag(keep_columns, "keep_columns")  # False: the batch returned holds ``output_key`` alone
 
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -73,14 +72,18 @@ class TokenizeBatches:
                 return batch.set_column(batch.column_names.index(self.output_key), self.output_key, column)
             return batch.append_column(self.output_key, column)
         if isinstance(batch, dict):
+            # An Arrow table back, whose list<uint32> column Ray keeps: a NumPy object array of the
+            # rows' ids became tensor types that changed with the batch (rows of one id: shape (1,);
+            # a bug hunt). The other columns are converted as Ray converts a NumPy batch.
             texts = batch[self.text_key]
             column = self._column(texts.tolist() if hasattr(texts, "tolist") else list(texts))
-            offsets = column.offsets.to_numpy()
-            values = column.values.to_numpy()
-            rows = numpy.empty(len(offsets) - 1, dtype=object)
-            for k in range(len(rows)):
-                rows[k] = values[offsets[k] : offsets[k + 1]]
-            return {**(batch if self.keep_columns else {}), self.output_key: rows}
+            others = {key: value for key, value in batch.items() if key != self.output_key} if self.keep_columns else {}
+            if not others:
+                return pa.table({self.output_key: column})
+            from ray.data.block import BlockAccessor
+
+            table = BlockAccessor.batch_to_block(others)
+            return table.append_column(self.output_key, column)
         raise TypeError(f"TokenizeBatches takes batch_format='pyarrow' or 'numpy' batches, not {type(batch).__name__}")
 
     def _column(self, texts: list[Any]) -> Any:

@@ -586,8 +586,12 @@ class Tokenizer:
         self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
     ) -> list[list[int]]:
         """``[encode(text) for text in texts]``."""
-        if isinstance(texts, (str, bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
+        if isinstance(texts, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or not isinstance(texts, Iterable):
+            # (a set or a dict has no order to give the ids in: tokenizers refuses them too)
             raise TypeError(f"encode_batch expects a sequence of str, not {_one_value(texts)}")
+        # (checked here: a bad flag was blamed on texts[0], and not seen at all in an empty batch)
+        add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
+        split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
         encode = self.encode
         out: list[list[int]] = []
         for k, text in enumerate(texts):
@@ -623,7 +627,7 @@ class Tokenizer:
         """
         import numpy  # (an optional dependency: peek2[corpus])
 
-        if isinstance(texts, (str, bytes, bytearray, memoryview)) or not isinstance(texts, Iterable):
+        if isinstance(texts, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or not isinstance(texts, Iterable):
             raise TypeError(f"encode_batch_flat expects a sequence of str, not {_one_value(texts)}")
         add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
         split_special_tokens = _flag(split_special_tokens, "split_special_tokens")

@@ -1254,3 +1254,56 @@ def test_a_byte_order_mark_starts_a_jsonl_file(tmp_path: Path, data_dir: Path) -
     (tmp_path / "late.jsonl").write_bytes(b'{"text": "first"}\n\xef\xbb\xbf{"text": "second"}\n')
     with pytest.raises(CorpusInputError, match=r"late.jsonl:2: malformed JSON"):
         peek2.corpus.tokenize(tmp_path / "late.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "p", format="megatron", quiet=True)
+
+
+def test_batch_functions_name_rows_and_check_their_arguments(data_dir: Path) -> None:
+    """A bug hunt: a null row was named by its place in the batch as if it were the dataset's row
+    (so the number changed with batch_size); ``with_indices=True`` names the dataset's row, else the
+    message says it is the batch's. Flags and delimiters are checked ("no" added BOS; an id past
+    the vocabulary was written as it was); NumPy batches come back as a list<uint32> column (an
+    object array became tensor types that changed with the batch)."""
+    import datasets
+    import numpy
+    import pyarrow as pa
+    from ray.data.block import BlockAccessor
+
+    from peek2.ray import TokenizeBatches
+
+    path = tokenizer_path(data_dir, LLAMA)
+    tok = Tokenizer.from_file(path)
+    dataset = datasets.Dataset.from_dict({"text": ["a"] * 250 + [None] + ["b"] * 10})
+    with pytest.raises(ValueError, match=r"^row 250: column 'text' is null, not a string$"):
+        dataset.map(tok.batch_function(), batched=True, batch_size=100, with_indices=True)
+    with pytest.raises(ValueError, match=r"^row 50 of the batch: column 'text' is null, not a string$"):
+        dataset.map(tok.batch_function(), batched=True, batch_size=100)
+    with pytest.raises(ValueError, match=r"^row 1 of the batch: column 'text': lone surrogate"):
+        TokenizeBatches(path)({"text": numpy.array(["fine", "a\ud800"], dtype=object)})
+    with pytest.raises(TypeError, match=r"add_special_tokens must be a bool, not str"):
+        TokenizeBatches(path, add_special_tokens="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"add_special_tokens must be a bool, not str"):
+        tok.batch_function(add_special_tokens="no")  # type: ignore[arg-type]
+    for bad in (10**6, -5, 2**33):
+        with pytest.raises(ValueError, match=r"first_id must be -1 \(none\) or an id below the vocabulary size 128256, not"):
+            TokenizeBatches(path, first_id=bad)
+    with pytest.raises(TypeError, match=r"last_id must be an int"):
+        TokenizeBatches(path, last_id=True)  # type: ignore[arg-type]
+    reference = [tok.encode(t, add_special_tokens=False) for t in ("a b", "c", "")]
+    for texts in (["a b", "c", ""], ["c"], []):
+        out = TokenizeBatches(path)({"text": numpy.array(texts, dtype=object), "n": numpy.arange(len(texts))})
+        block = BlockAccessor.batch_to_block(out)
+        assert block.schema.field("input_ids").type == pa.list_(pa.uint32()) and block.column("n").to_pylist() == list(range(len(texts)))
+        assert block.column("input_ids").to_pylist() == [reference[("a b", "c", "").index(t)] for t in texts]
+
+
+def test_encode_batch_refuses_unordered_batches_and_bad_flags_first(data_dir: Path) -> None:
+    """A bug hunt: a set or a dict was encoded in its own order (tokenizers refuses them), and a
+    bad flag was blamed on texts[0] (or not seen in an empty batch)."""
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    for batch in ({"a", "b"}, {"a": 1}, frozenset({"a"})):
+        with pytest.raises(TypeError, match="expects a sequence of str"):
+            tok.encode_batch(batch)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="expects a sequence of str"):
+            tok.encode_batch_flat(batch)  # type: ignore[arg-type]
+    for texts in (["a"], []):
+        with pytest.raises(TypeError, match=r"^split_special_tokens must be a bool, not str"):
+            tok.encode_batch(texts, split_special_tokens="yes")  # type: ignore[arg-type]

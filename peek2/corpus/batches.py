@@ -6,11 +6,13 @@ One flat array of ids and the offsets of each row (``Tokenizer._write_flat``) ma
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import numpy
 from librt.strings import BytesWriter
 
+from peek2.bpe.merger import as_flag
 from peek2.tokenizer import Tokenizer
 
 
@@ -21,26 +23,46 @@ def ids_column(
     add_special_tokens: bool = False,
     first_id: int = -1,
     last_id: int = -1,
+    rows: Sequence[int] | None = None,
 ) -> Any:
     """A ``pyarrow.ListArray`` of uint32: the ids of each text.
 
     Raises:
-        ValueError: a text is null or not a str, or holds a lone surrogate (its row is named).
+        ValueError: a text is null or not a str, or holds a lone surrogate (its row is named:
+            ``rows[k]`` where the caller knows the rows' numbers, else its place in the batch).
     """
     import pyarrow as pa
 
+    def row(k: int) -> str:
+        return f"row {rows[k]}" if rows is not None else f"row {k} of the batch"
+
     for k, text in enumerate(texts):
         if not isinstance(text, str):
-            raise ValueError(f"row {k}: column {text_key!r} is {'null' if text is None else type(text).__name__}, not a string")
+            raise ValueError(f"{row(k)}: column {text_key!r} is {'null' if text is None else type(text).__name__}, not a string")
     out = BytesWriter()
     try:
         lengths = tokenizer._write_flat(texts, out, True, add_special_tokens, False, first_id, last_id)
     except ValueError as error:
-        raise ValueError(str(error).replace("texts[", "row [", 1)) from None
+        where = re.match(r"texts\[(\d+)\]: (.*)", str(error), re.DOTALL)
+        if where is None:
+            raise
+        raise ValueError(f"{row(int(where[1]))}: column {text_key!r}: {where[2]}") from None
     values = numpy.frombuffer(out.getvalue(), dtype="<u4")
-    offsets = numpy.zeros(len(lengths) + 1, dtype=numpy.int32)
+    offsets = numpy.zeros(len(lengths) + 1, dtype=numpy.int64)
     numpy.cumsum(lengths, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.uint32()))
+    if offsets[-1] < 2**31:  # (int32 offsets: a list column; past them a large_list, never wrapped)
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(numpy.int32)), pa.array(values, type=pa.uint32()))
+    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.uint32()))
+
+
+def delimiter_id(tokenizer: Tokenizer, value: object, name: str) -> int:
+    """``first_id``/``last_id`` checked: -1 (none) or an id of the tokenizer (an id past the
+    vocabulary was written as it was, and -5 was taken for none; a bug hunt)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int (-1: none), not {type(value).__name__}")
+    if value != -1 and not 0 <= value < tokenizer.vocab_size:
+        raise ValueError(f"{name} must be -1 (none) or an id below the vocabulary size {tokenizer.vocab_size}, not {value}")
+    return value
 
 
 class BatchFunction:
@@ -53,18 +75,20 @@ class BatchFunction:
         self.tokenizer = tokenizer
         self.text_key = text_key
         self.output_key = output_key
-        self.add_special_tokens = add_special_tokens
+        self.add_special_tokens = as_flag(add_special_tokens, "add_special_tokens")  # ("no" added BOS)
 
-    def __call__(self, batch: Any) -> dict[str, Any]:
+    def __call__(self, batch: Any, indices: Sequence[int] | None = None) -> dict[str, Any]:
         """``{output_key: ids}``, the ids a NumPy uint32 view a row into one flat array: ``datasets``
         stores them as a list<uint32> column (it refuses Arrow arrays in a dict, and an Arrow table
-        returned would replace the input's columns instead of joining them)."""
+        returned would replace the input's columns instead of joining them). ``indices``: the rows'
+        numbers, which ``ds.map(..., with_indices=True)`` passes, to name a bad row by them (else
+        by its place in the batch)."""
         texts = batch[self.text_key]
         if isinstance(texts, str):  # (ds.map without batched=True: each character was a document)
             raise TypeError(f"batch[{self.text_key!r}] is one str, not a batch of texts: call ds.map(..., batched=True)")
         if hasattr(texts, "to_pylist"):  # (a pyarrow column, from ds.with_format("arrow"))
             texts = texts.to_pylist()
-        column = ids_column(self.tokenizer, texts, self.text_key, self.add_special_tokens)
+        column = ids_column(self.tokenizer, texts, self.text_key, self.add_special_tokens, rows=indices)
         values = column.values.to_numpy()
         offsets = column.offsets.to_numpy()
         return {self.output_key: [values[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]}
