@@ -48,7 +48,7 @@ from peek2.bpe.merger import as_flag as _flag
 from peek2.bpe.offsets import char_spans, token_lengths
 from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
-from peek2.formats.load_cache import Loaded, file_stamp
+from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
 from peek2.normalize.aligned import nfc_aligned
@@ -134,6 +134,7 @@ class Tokenizer:
         self._files: tuple[str, ...] = _loaded.files if _loaded is not None else ()
         self._stamps: tuple[tuple[int, int], ...] = _loaded.stamps if _loaded is not None else ()
         self._digest = _loaded.digest if _loaded is not None else ""
+        self._options = _loaded.options if _loaded is not None else ""
         _tables = _loaded.tables if _loaded is not None else None
         vocab = spec.vocab
         max_id = largest_spec_id(spec)  # (raises where an id is too large)
@@ -949,6 +950,10 @@ class Tokenizer:
         ``vocab.bpe`` too, whose changes a pickle missed; a bug hunt), and of how they were read."""
         for path, stamp in zip(self._files, self._stamps):
             if file_stamp(path) != stamp:
+                # (hashed again: a touch or a checkout of the same bytes was refused; a bug hunt)
+                if self._digest and same_content(self._files, self._options, self._digest):
+                    self._stamps = tuple(file_stamp(f) for f in self._files)
+                    break
                 raise pickle.PicklingError(f"cannot pickle this Tokenizer: {path} changed on disk since it was loaded")
         return self._digest
 

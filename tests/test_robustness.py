@@ -7,6 +7,7 @@ runs each), never a wall-clock limit: quadratic work shows as ~16x, linear as ~4
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 import warnings
@@ -207,6 +208,11 @@ def test_pickle_holds_absolute_path_and_content(data_dir: Path, tmp_path: Path, 
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec) + " ", encoding="utf-8")
     with pytest.raises(pickle.PicklingError, match="changed on disk since it was loaded"):
         pickle.dumps(fresh)
+    # The same bytes with a new mtime (a touch, a checkout): hashed again and pickled (a bug hunt:
+    # refused, and datasets fell back to a random fingerprint, never reusing its cache).
+    again = Tokenizer.from_file(tmp_path / "tokenizer.json")
+    os.utime(tmp_path / "tokenizer.json", ns=(1_000_000_000, 1_000_000_000))
+    assert pickle.loads(pickle.dumps(again)).encode("Hello") == again.encode("Hello")
 
 
 def test_named_model_loaded_once_from_many_threads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -93,13 +93,23 @@ def cache_dir() -> Path | None:
 class Loaded(NamedTuple):
     """What ``load`` gives: the spec and tables, and what they were read from: the files (absolute
     paths), their size and mtime before the read, and ``digest``, the sha256 of their content and
-    the options (``Tokenizer`` pickles by it, and refuses a file changed since)."""
+    the options (``Tokenizer`` pickles by it, and refuses a file changed since), and ``options``."""
 
     spec: TokenizerSpec
     tables: EngineTables
     files: tuple[str, ...]
     stamps: tuple[tuple[int, int], ...]
     digest: str
+    options: str = ""
+
+
+def same_content(files: Sequence[str], options: str, digest: str) -> bool:
+    """Whether ``files`` read with ``options`` still hash to ``digest`` (after a touch, or a checkout
+    of the same bytes, where their size and mtime moved)."""
+    try:
+        return _digest(files, options) == digest
+    except OSError:
+        return False
 
 
 READS = 3
@@ -123,12 +133,12 @@ def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[
         found = _read(entry) if entry is not None else None
         if found is not None:
             spec, tables = found
-            return Loaded(dataclasses.replace(spec, source=os.fspath(files[0])), tables, paths, stamps, digest)
+            return Loaded(dataclasses.replace(spec, source=os.fspath(files[0])), tables, paths, stamps, digest, options)
         spec, tables = _build(build)
         if _digest(files, options) == digest:
             if entry is not None:
                 _write(entry, spec, tables)
-            return Loaded(spec, tables, paths, stamps, digest)
+            return Loaded(spec, tables, paths, stamps, digest, options)
     raise TokenizerFormatError(f"{', '.join(paths)}: changed while being read, {READS} times: load it once it is written")
 
 
