@@ -191,6 +191,10 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
         if args.tokenizer is not None:  # (an empty one too: it loaded the default model; a bug hunt)
             if not args.tokenizer:
                 raise CliError("--tokenizer: an empty path")
+            if os.path.isdir(args.tokenizer):  # (a folder holding one, as --model and tokenize take it)
+                if not os.path.isfile(os.path.join(args.tokenizer, "tokenizer.json")):
+                    raise CliError(f"--tokenizer {args.tokenizer}: a folder without a tokenizer.json")
+                return Tokenizer.from_pretrained(args.tokenizer)
             return Tokenizer.from_file(args.tokenizer)
         return Tokenizer.from_pretrained(args.model)
     except FileNotFoundError as error:
@@ -449,7 +453,7 @@ def _tokenize_options(parser: argparse.ArgumentParser) -> None:
 def _model_options(parser: argparse.ArgumentParser, reads: str) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--model", default="llama3", help="named model (default llama3; see peek2.models)")
-    source.add_argument("--tokenizer", help="path of a tokenizer.json")
+    source.add_argument("--tokenizer", help="path of a tokenizer.json, or of a folder holding one")
     parser.add_argument("file", nargs="?", default="-", help=f"{reads}, or - for standard input (the default)")
 
 

@@ -24,6 +24,8 @@ def test_encode_decode_roundtrip(data_dir: Path) -> None:
     assert ids == Reference.from_file(path).encode(text).ids
     back = peek2("decode", "--tokenizer", path, "--skip-special-tokens", stdin=" ".join(map(str, ids)))
     assert back.returncode == 0 and back.stdout == text
+    folder = peek2("encode", "--tokenizer", str(data_dir / "tokenizers" / "llama3.1"), "--json", stdin=text)
+    assert folder.returncode == 0 and json.loads(folder.stdout) == ids, folder.stderr
 
 
 def with_newline_token(data_dir: Path, folder: Path) -> str:
@@ -98,6 +100,8 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     # (a bug hunt: an empty --tokenizer loaded the default model)
     empty = peek2("encode", "--tokenizer", "", stdin="x")
     assert empty.returncode == 2 and empty.stderr == "peek2: --tokenizer: an empty path\n"
+    folder = peek2("encode", "--tokenizer", str(tmp_path), stdin="x")  # (a folder: read as --model reads one)
+    assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer {tmp_path}: a folder without a tokenizer.json\n", folder.stderr
     bad_ids = peek2("decode", "--model", "llama3", stdin="1 two 3")
     assert bad_ids.returncode == 2 and "decode expects ids" in bad_ids.stderr
     binary = tmp_path / "binary.txt"
@@ -138,7 +142,7 @@ def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir
     assert cut.returncode == 2 and cut.stdout == b""
     assert cut.stderr.decode() == "peek2: standard input is not UTF-8 text: it ends inside a character (truncated?): its last character begins with byte 0xC3 at line 1, byte offset 6\n"
     folder = peek2("encode", "--tokenizer", str(tmp_path), stdin="x")
-    assert folder.returncode == 2 and folder.stderr.startswith("peek2: cannot read the tokenizer") and "Traceback" not in folder.stderr
+    assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer {tmp_path}: a folder without a tokenizer.json\n"
     with open("/dev/full", "w") as full:
         no_space = subprocess.run(
             [sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input="Hello", stdout=full, stderr=subprocess.PIPE, text=True
