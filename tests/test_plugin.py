@@ -13,6 +13,8 @@ import json
 import multiprocessing
 import pickle
 import random
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -445,3 +447,43 @@ def test_docstring_examples() -> None:
 
     failures, attempted = doctest.testmod(peek2.plugin.pre_tokenizer)
     assert failures == 0 and attempted >= 4
+
+
+def test_concurrent_saves_keep_the_patch(tmp_path: Path) -> None:
+    """A bug hunt: one thread's save put the original pre-tokenizer in, another's took it for a
+    user's replacement and dropped the patch; the first then failed with KeyError."""
+    pipeline = {"type": "Sequence", "pretokenizers": [SPLIT, BYTE_LEVEL]}
+    expected = with_pre_tokenizer(pipeline).to_str()
+    tok = peek2.patch(with_pre_tokenizer(pipeline))
+    errors: list[BaseException] = []
+    written: list[bool] = []
+    start = threading.Barrier(4)
+
+    def work(index: int) -> None:
+        try:
+            start.wait()
+            for round_ in range(300):
+                if index == 0:
+                    pickle.loads(pickle.dumps(tok))
+                elif index == 1:
+                    tok.save(str(tmp_path / f"{round_ % 2}.json"))
+                else:
+                    written.append(tok.to_str() == expected)
+        except BaseException as error:
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch inside the swap's window, as on a busy machine
+    try:
+        threads = [threading.Thread(target=work, args=(index,)) for index in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert written == [True] * 600
+    assert patched_family(tok) == "llama3"
+    with pytest.raises(Exception, match="cannot be serialized"):
+        tok.pre_tokenizer.__getstate__()  # Peek2's custom component still installed

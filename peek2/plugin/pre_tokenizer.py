@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,11 @@ if TYPE_CHECKING:  # tokenizers is needed only when the plugin is used
     from tokenizers.pre_tokenizers import PreTokenizer
 
 _PATCH_KEYS = ("_peek2_family", "_peek2_original", "_peek2_installed", "to_str", "save", "__reduce_ex__")
+# Held around the swap of the original pre-tokenizer in for a save, and around ``_replaced``: a
+# save in another thread showed the original, which ``_replaced`` took for the user's own (the
+# patch dropped, then KeyError in the first save's ``finally``; a bug hunt). Reentrant: pickling
+# goes through ``_to_str``.
+_SWAP_LOCK = threading.RLock()
 
 
 class Peek2Split:
@@ -148,39 +154,41 @@ def patch(tok: Tokenizer) -> Tokenizer:
 
     if not isinstance(tok, HfTokenizer):
         raise TypeError(f"patch expects a tokenizers.Tokenizer, not {type(tok).__name__}")
-    if "_peek2_family" in tok.__dict__:
-        return tok
-    family, prefix_space = pipeline_family(tok)
-    original = tok.pre_tokenizer
-    assert original is not None  # pipeline_family refused a missing one
-    if family in ("gpt2", "starcoder2"):
-        # GPT-2's pre-tokenizer is one ByteLevel that splits with its regex (after Digits for
-        # starcoder2): Peek2 splits, after the space of add_prefix_space, and a ByteLevel that
-        # only maps bytes follows.
-        byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    else:
-        # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,
-        # after the family's Split (or DeepSeek-V3's three).
-        byte_level = original[len(FAMILIES[family].patterns)]
-    installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family, prefix_space)), byte_level])
-    tok.pre_tokenizer = installed
-    attributes = tok.__dict__
-    attributes["_peek2_family"] = family
-    attributes["_peek2_original"] = original
-    attributes["_peek2_installed"] = installed
-    attributes["to_str"] = MethodType(_to_str, tok)
-    attributes["save"] = MethodType(_save, tok)
-    attributes["__reduce_ex__"] = MethodType(_reduce_ex, tok)
+    with _SWAP_LOCK:  # (two threads' first calls through transformers patch one backend)
+        if "_peek2_family" in tok.__dict__:
+            return tok
+        family, prefix_space = pipeline_family(tok)
+        original = tok.pre_tokenizer
+        assert original is not None  # pipeline_family refused a missing one
+        if family in ("gpt2", "starcoder2"):
+            # GPT-2's pre-tokenizer is one ByteLevel that splits with its regex (after Digits for
+            # starcoder2): Peek2 splits, after the space of add_prefix_space, and a ByteLevel that
+            # only maps bytes follows.
+            byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        else:
+            # Keep the tokenizer's own ByteLevel step object (its settings, exactly): the last step,
+            # after the family's Split (or DeepSeek-V3's three).
+            byte_level = original[len(FAMILIES[family].patterns)]
+        installed = pre_tokenizers.Sequence([pre_tokenizers.PreTokenizer.custom(Peek2Split(family, prefix_space)), byte_level])
+        tok.pre_tokenizer = installed
+        attributes = tok.__dict__
+        attributes["_peek2_family"] = family
+        attributes["_peek2_original"] = original
+        attributes["_peek2_installed"] = installed
+        attributes["to_str"] = MethodType(_to_str, tok)
+        attributes["save"] = MethodType(_save, tok)
+        attributes["__reduce_ex__"] = MethodType(_reduce_ex, tok)
     return tok
 
 
 def unpatch(tok: Tokenizer) -> Tokenizer:
     """Put back the original pre-tokenizer of a patched ``tok``; returns ``tok`` (a no-op if not patched)."""
     attributes = tok.__dict__
-    if "_peek2_family" in attributes:
-        tok.pre_tokenizer = attributes["_peek2_original"]
-        for key in _PATCH_KEYS:
-            attributes.pop(key, None)
+    with _SWAP_LOCK:  # (not in the middle of another thread's save)
+        if "_peek2_family" in attributes:
+            tok.pre_tokenizer = attributes["_peek2_original"]
+            for key in _PATCH_KEYS:
+                attributes.pop(key, None)
     return tok
 
 
@@ -226,36 +234,39 @@ def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
     """``Tokenizer.to_str`` with the original pre-tokenizer in place of Peek2 (the same results)."""
     from tokenizers import Tokenizer as HfTokenizer
 
-    if _replaced(tok):
-        return HfTokenizer.to_str(tok, pretty)  # type: ignore[no-any-return]
-    attributes = tok.__dict__
-    tok.pre_tokenizer = attributes["_peek2_original"]
-    try:
-        text: str = HfTokenizer.to_str(tok, pretty)
-        return text
-    finally:
-        tok.pre_tokenizer = attributes["_peek2_installed"]
+    with _SWAP_LOCK:
+        if _replaced(tok):
+            return HfTokenizer.to_str(tok, pretty)  # type: ignore[no-any-return]
+        attributes = tok.__dict__
+        tok.pre_tokenizer = attributes["_peek2_original"]
+        try:
+            text: str = HfTokenizer.to_str(tok, pretty)
+            return text
+        finally:
+            tok.pre_tokenizer = attributes["_peek2_installed"]
 
 
 def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> None:
     """``Tokenizer.save`` of the original form (see ``_to_str``)."""
     from tokenizers import Tokenizer as HfTokenizer
 
-    if _replaced(tok):
-        HfTokenizer.save(tok, os.fspath(path), pretty)
-        return
-    attributes = tok.__dict__
-    tok.pre_tokenizer = attributes["_peek2_original"]
-    try:
-        HfTokenizer.save(tok, os.fspath(path), pretty)
-    finally:
-        tok.pre_tokenizer = attributes["_peek2_installed"]
+    with _SWAP_LOCK:
+        if _replaced(tok):
+            HfTokenizer.save(tok, os.fspath(path), pretty)
+            return
+        attributes = tok.__dict__
+        tok.pre_tokenizer = attributes["_peek2_original"]
+        try:
+            HfTokenizer.save(tok, os.fspath(path), pretty)
+        finally:
+            tok.pre_tokenizer = attributes["_peek2_installed"]
 
 
 def _reduce_ex(tok: Tokenizer, protocol: int) -> Any:
-    if _replaced(tok):
-        return tok.__reduce_ex__(protocol)  # (the class's, the patch's attributes gone)
-    return (_load_patched, (_to_str(tok),))
+    with _SWAP_LOCK:
+        if _replaced(tok):
+            return tok.__reduce_ex__(protocol)  # (the class's, the patch's attributes gone)
+        return (_load_patched, (_to_str(tok),))
 
 
 def _load_patched(json_text: str) -> Tokenizer:
