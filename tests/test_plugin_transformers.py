@@ -218,3 +218,38 @@ def test_tokens_added_after_a_truncating_call_keep_the_fast_path(data_dir: Path,
     assert patched("hi zzz")["input_ids"] == unpatched(reference, "hi zzz")["input_ids"]
     state = transformers_patch._STATE[patched]
     assert state[1] is not None  # the standalone tokenizer, not the backend's path
+
+
+class _SameDecoder:
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        return tokens
+
+
+class _SameNormalizer:
+    def normalize(self, normalized: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("component", ["decoder", "normalizer"])
+def test_custom_components_are_left_alone(data_dir: Path, patched_transformers: None, component: str) -> None:
+    """A bug hunt: a custom Python decoder on the backend made every patched call raise
+    "Custom PyDecoder cannot be serialized" (the standalone tokenizer is built from its JSON)."""
+    from tokenizers import decoders, normalizers
+
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    for tok in (reference, patched):
+        if component == "decoder":
+            tok.backend_tokenizer.decoder = decoders.Decoder.custom(_SameDecoder())
+        else:
+            tok.backend_tokenizer.normalizer = normalizers.Normalizer.custom(_SameNormalizer())
+    for text in ("Hello world", ["a b", "c"]):
+        got = patched(text)
+        assert got.encodings is not None  # transformers' own path
+        assert dict(got) == dict(unpatched(reference, text))
+    peek2.unpatch_transformers()
+    expected = reference.tokenize("Hello world")
+    peek2.patch_transformers()
+    assert patched.tokenize("Hello world") == expected
+    assert transformers_patch._STATE[patched][1] is None  # decided once
+    assert patched_family(patched.backend_tokenizer) is None

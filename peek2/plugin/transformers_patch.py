@@ -18,7 +18,8 @@ Two integration points, chosen by what a call asks for:
 - every other call goes through the backend ``tokenizers.Tokenizer`` with the peek2
   plugin installed (``peek2.patch``), so offsets, padding and the rest are the backend's own.
 
-Tokenizers whose pipeline peek2 does not implement are left alone. The result of a plain
+Tokenizers whose pipeline peek2 does not implement (or with a custom Python normalizer or
+decoder, which cannot be saved to JSON) are left alone. The result of a plain
 call is a ``BatchEncoding`` without ``encodings`` (``.tokens()``/``.word_ids()`` need a
 call with ``return_offsets_mapping=True``, which takes the backend path). The standalone
 tokenizer is rebuilt when tokens are added through the transformers tokenizer
@@ -36,7 +37,7 @@ import weakref
 from typing import Any
 
 from peek2.pretokenize.families import UnsupportedPatternError
-from peek2.plugin.pre_tokenizer import patch, patched_family
+from peek2.plugin.pre_tokenizer import patch, patched_family, unpatch
 from peek2.spec import TokenizerFormatError
 from peek2.tokenizer import Tokenizer
 
@@ -153,24 +154,37 @@ def _engine(self: Any) -> Tokenizer | None:
     if state is not None and state[0] == fingerprint:
         return state[1]
     engine: Tokenizer | None
+    patched_here = False
     try:
         if patched_family(backend) is None:
             patch(backend)
+            patched_here = True
         with warnings.catch_warnings():  # (ids the file's numbering moves: the live ones are taken below)
             warnings.simplefilter("ignore")
             engine = Tokenizer.from_str(_saved_form(backend))
         engine = _with_live_ids(engine, backend)
+    except _Unsaveable:
+        if patched_here:
+            unpatch(backend)  # left alone, as it was
+        engine = None
     except (NotImplementedError, UnsupportedPatternError, TokenizerFormatError):
         engine = None
     _STATE[self] = (fingerprint, engine)
     return engine
 
 
+class _Unsaveable(NotImplementedError):
+    """The backend cannot write its JSON (a custom Python component): it is left alone."""
+
+
 def _saved_form(backend: Any) -> str:
     """The backend's JSON (the original form: patch's to_str) without the truncation and padding
     a call left set, which plain calls turn off anyway (a bug hunt: tokens added after a call with
     ``truncation=True`` left the tokenizer on the slow path, from_str refusing them)."""
-    saved: str = backend.to_str()
+    try:
+        saved: str = backend.to_str()
+    except Exception as error:  # a custom normalizer or decoder: tokenizers raises a bare Exception
+        raise _Unsaveable(str(error)) from None
     if backend.truncation is None and backend.padding is None:
         return saved
     data = json.loads(saved)
