@@ -253,3 +253,25 @@ def test_custom_components_are_left_alone(data_dir: Path, patched_transformers: 
     assert patched.tokenize("Hello world") == expected
     assert transformers_patch._STATE[patched][1] is None  # decided once
     assert patched_family(patched.backend_tokenizer) is None
+
+
+def test_tokens_added_while_unpatched_or_through_a_copy_are_seen(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: peek2's tokenizer built before ``add_tokens`` was kept when the tokens were added
+    while transformers was unpatched, or through a ``copy.copy`` (which shares the backend)."""
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    text = "a<new>b<newer>c"
+    assert patched("warm up")["input_ids"] == unpatched(reference, "warm up")["input_ids"]  # builds peek2's
+    peek2.unpatch_transformers()
+    for tok in (reference, patched):
+        tok.add_tokens(["<new>"])
+    peek2.patch_transformers()
+    assert patched(text)["input_ids"] == unpatched(reference, text)["input_ids"]
+    twin = copy.copy(patched)
+    assert twin.backend_tokenizer is patched.backend_tokenizer
+    assert twin("warm up")["input_ids"] == unpatched(reference, "warm up")["input_ids"]
+    for tok in (reference, twin):
+        tok.add_tokens(["<newer>"])
+    expected = unpatched(reference, text)["input_ids"]
+    assert patched(text)["input_ids"] == expected
+    assert twin(text)["input_ids"] == expected

@@ -23,7 +23,8 @@ decoder, which cannot be saved to JSON) are left alone. The result of a plain
 call is a ``BatchEncoding`` without ``encodings`` (``.tokens()``/``.word_ids()`` need a
 call with ``return_offsets_mapping=True``, which takes the backend path). The standalone
 tokenizer is rebuilt when tokens are added through the transformers tokenizer
-(``add_tokens``, ``add_special_tokens``) or its post-processor changes (``add_bos_token =
+(``add_tokens``, ``add_special_tokens``; or a copy sharing its backend), after
+``patch_transformers()`` again, or when its post-processor changes (``add_bos_token =
 ...``); tokens added to ``backend_tokenizer`` directly, and its other direct edits after
 the first call, are not seen.
 """
@@ -44,7 +45,9 @@ from peek2.tokenizer import Tokenizer
 _ORIGINAL: dict[str, Any] = {}  # what patch_transformers replaced
 # Per transformers tokenizer: (fingerprint, peek2 Tokenizer or None when unsupported).
 # Kept outside the instance so that pickling and deepcopy of the tokenizer are unchanged.
-_STATE: weakref.WeakKeyDictionary[Any, tuple[bytes, Tokenizer | None]] = weakref.WeakKeyDictionary()
+_STATE: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int, bytes], Tokenizer | None]] = weakref.WeakKeyDictionary()
+_EPOCH = [0]  # one more at each patch_transformers: tokens may have been added while unpatched, unseen
+_ADDED = "_peek2_added"  # on the backend: how many times tokens were added through a patched wrapper
 
 # Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
 _PLAIN = {
@@ -71,6 +74,7 @@ def patch_transformers() -> None:
         raise ImportError('patch_transformers needs transformers: pip install "peek2[transformers]"') from None
     if "_encode_plus" in _ORIGINAL:
         return
+    _EPOCH[0] += 1
     original = TokenizersBackend._encode_plus
     original_call = TokenizersBackend.__call__
     original_add_tokens = TokenizersBackend._add_tokens
@@ -107,8 +111,14 @@ def patch_transformers() -> None:
         return list(original(self, text, pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
 
     def _add_tokens(self: Any, new_tokens: Any, special_tokens: bool = False) -> Any:
-        _STATE.pop(self, None)  # rebuilt at the next call, with the new tokens
-        return original_add_tokens(self, new_tokens, special_tokens)
+        try:
+            return original_add_tokens(self, new_tokens, special_tokens)
+        finally:
+            # A new fingerprint for every wrapper of this backend (copy.copy shares it): rebuilt
+            # at their next call. Counted after the add, so no engine is kept without the tokens.
+            backend = getattr(self, "_tokenizer", None)
+            if backend is not None:
+                backend.__dict__[_ADDED] = backend.__dict__.get(_ADDED, 0) + 1
 
     TokenizersBackend._encode_plus = _encode_plus
     TokenizersBackend.__call__ = __call__
@@ -139,11 +149,12 @@ def is_transformers_patched() -> bool:
     return "_encode_plus" in _ORIGINAL
 
 
-def _fingerprint(backend: Any) -> bytes:
-    # The post-processor moves with add_bos_token (0.8 us to read). Added tokens drop the state
-    # in the patched ``_add_tokens`` instead: counting them here costs 4 us a call.
+def _fingerprint(backend: Any) -> tuple[int, int, bytes]:
+    # The post-processor moves with add_bos_token (0.8 us to read). Added tokens bump a count on
+    # the backend in the patched ``_add_tokens`` instead: counting them here costs 4 us a call.
+    # The epoch covers tokens added while transformers was unpatched.
     post = backend.post_processor
-    return post.__getstate__() if post is not None else b""
+    return _EPOCH[0], backend.__dict__.get(_ADDED, 0), post.__getstate__() if post is not None else b""
 
 
 def _engine(self: Any) -> Tokenizer | None:
