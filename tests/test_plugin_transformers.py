@@ -275,3 +275,22 @@ def test_tokens_added_while_unpatched_or_through_a_copy_are_seen(data_dir: Path,
     expected = unpatched(reference, text)["input_ids"]
     assert patched(text)["input_ids"] == expected
     assert twin(text)["input_ids"] == expected
+
+
+def test_a_subclass_encode_plus_is_called(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: the patched ``__call__`` and ``tokenize`` skipped a subclass's own ``_encode_plus``."""
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+
+    class Lower(type(AutoTokenizer.from_pretrained(folder))):  # type: ignore[misc]
+        def _encode_plus(self, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
+            text = text.lower() if isinstance(text, str) else [t.lower() for t in text]
+            return super()._encode_plus(text, text_pair, **kwargs)
+
+    reference, patched = Lower.from_pretrained(folder), Lower.from_pretrained(folder)
+    for text in ("HELLO World", ["ONE Two", "tHREE"]):
+        assert dict(patched(text)) == dict(unpatched(reference, text))
+        assert dict(patched(text, add_special_tokens=False)) == dict(unpatched(reference, text, add_special_tokens=False))
+    peek2.unpatch_transformers()
+    expected = reference.tokenize("HELLO World"), reference.encode("HELLO World")
+    peek2.patch_transformers()
+    assert (patched.tokenize("HELLO World"), patched.encode("HELLO World")) == expected

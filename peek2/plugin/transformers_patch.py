@@ -31,6 +31,7 @@ the first call, are not seen.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import warnings
@@ -47,6 +48,9 @@ _ORIGINAL: dict[str, Any] = {}  # what patch_transformers replaced
 # Kept outside the instance so that pickling and deepcopy of the tokenizer are unchanged.
 _STATE: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int, bytes], Tokenizer | None]] = weakref.WeakKeyDictionary()
 _EPOCH = [0]  # one more at each patch_transformers: tokens may have been added while unpatched, unseen
+# Set while a subclass's own _encode_plus runs for the patched tokenize, which reads ``.tokens()``
+# of the result: the patched _encode_plus then takes the backend's path.
+_NEEDS_ENCODINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("peek2_needs_encodings", default=False)
 _ADDED = "_peek2_added"  # on the backend: how many times tokens were added through a patched wrapper
 
 # Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
@@ -88,7 +92,7 @@ def patch_transformers() -> None:
 
     def _encode_plus(self: Any, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
         engine = _engine(self)
-        if engine is None or text_pair is not None or not _is_plain(self, text, kwargs):
+        if engine is None or text_pair is not None or _NEEDS_ENCODINGS.get() or not _is_plain(self, text, kwargs):
             return original(self, text, text_pair, **kwargs)
         return _plain_call(self, engine, text, kwargs)
 
@@ -96,7 +100,13 @@ def patch_transformers() -> None:
         # ``tok(text)`` with at most these keywords: straight to peek2, without transformers'
         # argument handling (half the time of a sentence once peek2 encodes it). It resolves to
         # no padding, no truncation and no max_length, the plain case of ``_encode_plus``.
-        if not args and kwargs.keys() <= _CALL_KEYWORDS and not getattr(self, "_in_target_context_manager", False):
+        # A subclass's own _encode_plus is called: through transformers' __call__.
+        if (
+            not args
+            and kwargs.keys() <= _CALL_KEYWORDS
+            and type(self)._encode_plus is _encode_plus
+            and not getattr(self, "_in_target_context_manager", False)
+        ):
             engine = _engine(self)
             if engine is not None and _is_text(text) and "token_type_ids" not in self.model_input_names:
                 switch = getattr(type(self), "_switch_to_input_mode", None)  # on the class: a missing
@@ -108,7 +118,13 @@ def patch_transformers() -> None:
     def tokenize(self: Any, text: str, pair: str | None = None, add_special_tokens: bool = False, **kwargs: Any) -> list[str]:
         # transformers' tokenize reads ``.tokens()`` of _encode_plus's result, which only the
         # backend's path has (a bug hunt: every ``tok.tokenize(text)`` raised ValueError).
-        return list(original(self, text, pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
+        if type(self)._encode_plus is _encode_plus:
+            return list(original(self, text, pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
+        token = _NEEDS_ENCODINGS.set(True)  # a subclass's own _encode_plus, as transformers calls it
+        try:
+            return list(self._encode_plus(text=text, text_pair=pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
+        finally:
+            _NEEDS_ENCODINGS.reset(token)
 
     def _add_tokens(self: Any, new_tokens: Any, special_tokens: bool = False) -> Any:
         try:
