@@ -11,7 +11,9 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
+from typing import Callable
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,6 +55,21 @@ def data_dir(request: pytest.FixtureRequest) -> Path:
 def fuzz_examples(default: int) -> int:
     """Hypothesis budget: PEEK2_FUZZ_EXAMPLES overrides the test's default."""
     return int(os.environ.get("PEEK2_FUZZ_EXAMPLES", default))
+
+
+def run_threads_switching_often(targets: list[Callable[[], object]], interval: float) -> None:
+    """Run ``targets`` in threads to the end, the interpreter switching threads every ``interval``
+    seconds meanwhile (a race's window met as on a busy machine, with no time limit)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(interval)
+    try:
+        threads = [threading.Thread(target=target) for target in targets]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(before)
 
 
 def xnli_every() -> int:

@@ -14,12 +14,12 @@ import json
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 import tokenizers
 
+from conftest import run_threads_switching_often
 from peek2.bpe.merger import LONG_PIECE_BYTES
 from peek2.serving import streaming
 from peek2.tokenizer import Tokenizer
@@ -476,14 +476,5 @@ def test_threads_encode_while_a_long_piece_merges(data_dir: Path) -> None:
                 if tok.encode(text) != ids:
                     problems.append(text)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        threads = [threading.Thread(target=long_calls), threading.Thread(target=short_calls), threading.Thread(target=short_calls)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads_switching_often([long_calls, short_calls, short_calls], 1e-5)
     assert not problems, problems[:5]

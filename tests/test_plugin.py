@@ -9,11 +9,11 @@ training with BpeTrainer, linear time, and the refusals of ``patch``.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import multiprocessing
 import pickle
 import random
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +23,7 @@ from tokenizers import NormalizedString, Regex, Tokenizer, models, pre_tokenizer
 
 import peek2
 from compliance import xnli
-from conftest import xnli_every
+from conftest import run_threads_switching_often, xnli_every
 from peek2.plugin import CHUNK_CHARS, Peek2Split, patched_family, unpatch
 
 MODELS = ["llama3.1", "llama3.2", "qwen2", "qwen3"]
@@ -472,16 +472,8 @@ def test_concurrent_saves_keep_the_patch(tmp_path: Path) -> None:
         except BaseException as error:
             errors.append(error)
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads switch inside the swap's window, as on a busy machine
-    try:
-        threads = [threading.Thread(target=work, args=(index,)) for index in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    # (threads switch inside the swap's window, as on a busy machine)
+    run_threads_switching_often([functools.partial(work, index) for index in range(4)], 1e-6)
     assert errors == []
     assert written == [True] * 600
     assert patched_family(tok) == "llama3"
