@@ -118,12 +118,16 @@ def units_dataset(sources: list[Source], options: Any, quiet: bool = False, star
     context.enable_progress_bars = False
     if quiet:
         context.print_on_execution_start = False
-    # A block a unit: Ray Data gathers what a task yields into blocks of up to 128 MB, and one
-    # block goes to one actor: a compressed file's units all went to the same actor. (A block
-    # ends when it exceeds the target: units, about ``unit_bytes`` each, exceed half of it.)
-    context.target_max_block_size = max(1, min(context.target_max_block_size or options.unit_bytes, options.unit_bytes // 2))
     reads = any(row["kind"] == "files" and sources[row["source"]].compression for row in rows)
     if reads:
+        # A block a unit: Ray Data gathers what a task yields into blocks of up to 128 MB, and
+        # one block goes to one actor: a compressed file's units all went to the same actor. (A
+        # block ends when it exceeds the target: units, about ``unit_bytes`` each, exceed half
+        # of it.) Not without read tasks: the target cuts the actors' output too, and an actor
+        # waits while more than two of its blocks are unread (Ray Data's streaming generator
+        # buffer), so an actor that cut a 16 MB range's ids into eight blocks stood idle a
+        # third of the time (``python scripts/bench_corpus.py --only ray``: docs/corpus.md).
+        context.target_max_block_size = max(1, min(context.target_max_block_size or options.unit_bytes, options.unit_bytes // 2))
         # (Read tasks ask READ_CPUS each and the actors share all but READ_RESERVE: a read always
         # finds its CPU; read tasks asking the default 1 CPU beside 2 actors of 0.75 on 2 CPUs hung.)
         dataset = dataset.map_batches(
