@@ -65,14 +65,18 @@ def ray_batches(
     dataset, rows, reads = units_dataset(sources, options, quiet, start)
     cpus = float(ray.cluster_resources().get("CPU", 1))
     count = actors or max(1, int(cpus))
+    # An actor with no row to tokenize would idle, and Ray warns: no more actors than rows. Where
+    # units come from read tasks, their number is known as they come, and ``rows`` counts the
+    # least a compressed file gives (its size in units): a pool of a fixed size above the rows
+    # warned that it could not be used, and one that grows from one actor started the second
+    # 2.3 s after the first (300 MB of gzip, 2 CPUs).
+    fixed = rows >= count or not reads
     if not reads:
-        count = min(count, rows or 1)  # (an actor with no row to tokenize would idle, and Ray warns)
+        count = min(count, rows or 1)
     tokenized = dataset.map_batches(
         TokenizeRanges,
         fn_constructor_kwargs={"tokenizer": tokenizer_source, "options": options, "sources": sources},
-        # (Where units come from read tasks, their number is known as they come: an actor pool of
-        # a fixed size above it warned that it could not be used.)
-        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=count) if reads else ray.data.ActorPoolStrategy(size=count),
+        compute=ray.data.ActorPoolStrategy(size=count) if fixed else ray.data.ActorPoolStrategy(min_size=1, max_size=count),
         num_cpus=max(0.05, (cpus - (READ_RESERVE if reads else 0.0)) / count),
         batch_format="pyarrow",
         batch_size=1,  # (a row a call)
@@ -82,8 +86,8 @@ def ray_batches(
 
 def units_dataset(sources: list[Source], options: Any, quiet: bool = False, start: Cursor = Cursor()) -> tuple[Any, int, bool]:
     """The Ray dataset of what the actors read (``_row``) from ``start`` on (a resumed run's
-    cursor), a unit a block; its rows before the read tasks (which give a row a unit of a
-    compressed file); whether it has read tasks (the actors must leave them CPU)."""
+    cursor), a unit a block; the least number of rows the actors get (the read tasks give a row
+    a unit of a compressed file); whether it has read tasks (the actors must leave them CPU)."""
     import ray.data
 
     # What the actors read (TokenizeRanges), a row each, so that the text is not sent through the
@@ -133,7 +137,12 @@ def units_dataset(sources: list[Source], options: Any, quiet: bool = False, star
         dataset = dataset.map_batches(
             read_compressed, fn_kwargs={"sources": sources, "options": options}, batch_size=1, batch_format="pyarrow", num_cpus=READ_CPUS
         )
-    return dataset, len(rows), reads
+    # (A compressed file's row becomes at least a unit per ``unit_bytes`` of its compressed size.)
+    units = len(rows)
+    for row in rows:
+        if row["kind"] == "files" and sources[row["source"]].compression:
+            units += max(0, os.path.getsize(sources[row["source"]].path) // options.unit_bytes - 1)
+    return dataset, units, reads
 
 
 def _errors_reported_once(batches: Any) -> Any:
