@@ -294,3 +294,13 @@ def test_a_subclass_encode_plus_is_called(data_dir: Path, patched_transformers: 
     expected = reference.tokenize("HELLO World"), reference.encode("HELLO World")
     peek2.patch_transformers()
     assert (patched.tokenize("HELLO World"), patched.encode("HELLO World")) == expected
+
+
+def test_a_lone_surrogate_raises_what_transformers_raises(data_dir: Path, patched_transformers: None) -> None:
+    # (a bug hunt: the patched plain path raised ValueError where transformers raises TypeError)
+    tok = AutoTokenizer.from_pretrained(str(data_dir / "tokenizers" / "llama3.1"))
+    for call in (lambda: tok("a\ud800"), lambda: tok(["a", "a\ud800"]), lambda: tok.encode("a\ud800")):
+        with pytest.raises(TypeError, match=r"lone surrogate U\+D800 at index 1"):
+            call()
+        with pytest.raises(TypeError):
+            unpatched(tok, "a\ud800")

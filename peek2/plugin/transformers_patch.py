@@ -39,6 +39,7 @@ import weakref
 from typing import Any
 
 from peek2.pretokenize.families import UnsupportedPatternError
+from peek2.pretokenize.scanner import first_surrogate
 from peek2.plugin.pre_tokenizer import patch, patched_family, unpatch
 from peek2.spec import TokenizerFormatError
 from peek2.tokenizer import Tokenizer
@@ -337,11 +338,18 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
     if mask is None:
         mask = "attention_mask" in self.model_input_names
     max_length, verbose = kwargs.get("max_length"), kwargs.get("verbose", True)
-    if isinstance(text, str):  # one text: no list of rows to build and unwrap (a third of the glue)
-        row = engine.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
-        self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
-        return _result({"input_ids": row, "attention_mask": [1] * len(row)} if mask else {"input_ids": row})
-    ids = [engine.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in text]
+    try:
+        if isinstance(text, str):  # one text: no list of rows to build and unwrap (a third of the glue)
+            row = engine.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
+            self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
+            return _result({"input_ids": row, "attention_mask": [1] * len(row)} if mask else {"input_ids": row})
+        ids = [engine.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in text]
+    except ValueError as error:
+        # A lone surrogate: transformers' own path raises TypeError (from tokenizers), and code
+        # that catches it must keep catching it; peek2's message names the character and index.
+        if any(first_surrogate(t) >= 0 for t in ([text] if isinstance(text, str) else text)):
+            raise TypeError(str(error)) from None
+        raise
     for row in ids:
         self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
     data: dict[str, Any] = {"input_ids": ids}
