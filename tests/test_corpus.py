@@ -1091,6 +1091,12 @@ def test_ray_engine_reads_every_kind_of_input(tmp_path: Path, data_dir: Path, lo
     kinds = [row["kind"] for row in dataset.materialize().iter_rows()]
     assert rows > 10 and reads and kinds.count("lines") > 5 and {"groups", "files", "range"} <= set(kinds)
     assert dataset.materialize().num_blocks() == len(kinds)
+    # Without read tasks an actor's output is not cut into small blocks (a 16 MB range's ids in
+    # eight blocks filled Ray Data's two-block generator buffer: the actor waited a third of the
+    # time); a compressed file counts a unit per unit_bytes of its size (the pool starts whole).
+    plain, plain_rows, plain_reads = ray_engine.units_dataset(sources[-1:], Options("megatron", "text", True, 0, False, 0, 5000, "int32", False))
+    assert not plain_reads and plain.context.target_max_block_size > 5000 >= dataset.context.target_max_block_size
+    assert rows >= len(kinds) - kinds.count("lines") + os.path.getsize(sources[0].path) // 5000 - 1
     local = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "local" / "o", workers=2, **options)
     ray = peek2.corpus.tokenize(tmp_path / "in", tokenizer=tok, output=tmp_path / "ray" / "o", engine="ray", **options)
     assert (ray.documents, ray.tokens, ray.blank_lines) == (local.documents, local.tokens, local.blank_lines) == (6906, ray.tokens, 1)
