@@ -9,7 +9,11 @@ Three kinds of case, each compared with tokenizers' encode of the text so far:
   halves, marks, U+212B...) streamed in chunks of 1-5 characters (the NFC cuts of the stream);
 - ``whitespace``: runs of mixed whitespace (spaces, tabs, newlines, no-break spaces) and
   punctuation followed by newlines and "/" (o200k's ``[\\r\\n/]*``), appended to a session
-  (``StreamEngine._finish_run``, ``_newline_cut``, rule 3's kept head and its slash-newline runs).
+  (``StreamEngine._finish_run``, ``_newline_cut``, rule 3's kept head and its slash-newline runs);
+- ``pieces``: long pieces of several categories (letters and marks in turn, Thai without spaces,
+  Latin letters of two kinds, upper and lower case, spaces and tabs, CJK and kana) with now and
+  then a character that may end or change the piece (a space, an apostrophe, a digit, a newline,
+  a capital), appended to a session (``StreamEngine._finish_piece``).
 tests/test_marks_run.py and tests/test_growing_piece.py run samples of these in CI.
 
     python scripts/fuzz_sessions.py --model qwen3 --model gpt4o --cases 300
@@ -29,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from peek2.tokenizer import Tokenizer  # noqa: E402
-from tests.sessions import session_in_parts, streamed_in_chunks  # noqa: E402
+from tests.sessions import long_piece, session_in_parts, streamed_in_chunks  # noqa: E402
 
 MARKS = [chr(cp) for cp in range(0x300, 0x340)] + list("\u05b0\u05bc\u05b4\u05c1\u0591\u064e\u0651\u0650\u0670\u093c\u094d")
 THAI = list("\u0e38\u0e39\u0e48\u0e49\u0e4a\u0e4b\u0e31\u0e34\u0e35\u0e47\u0e4c\u0e3a")
@@ -71,19 +75,26 @@ def whitespace_case(tok: Tokenizer, ref: tokenizers.Tokenizer, rng: random.Rando
     return session_case(tok, ref, rng.choice(HEADS) + run + rng.choice(TAILS), rng)
 
 
+def pieces_case(tok: Tokenizer, ref: tokenizers.Tokenizer, rng: random.Random) -> str | None:
+    return session_case(tok, ref, rng.choice(HEADS) + long_piece(rng, rng.randint(3000, 10000)) + rng.choice(TAILS), rng)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", help="folder under --tokenizers (default: qwen3)")
     parser.add_argument("--tokenizers", type=Path, default=ROOT.parent / "shared" / "data" / "tokenizers")
     parser.add_argument("--cases", type=int, default=300, help="cases of each kind per model")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kind", action="append", help="kinds of case to run (marks, joining, whitespace, pieces; default all)")
     args = parser.parse_args()
     failures = 0
     for model in args.model or ["qwen3"]:
         path = args.tokenizers / model / "tokenizer.json"
         tok, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
         rng = random.Random(f"{args.seed}-{model}")
-        for kind, case in (("marks", marks_case), ("joining", joining_case), ("whitespace", whitespace_case)):
+        for kind, case in (("marks", marks_case), ("joining", joining_case), ("whitespace", whitespace_case), ("pieces", pieces_case)):
+            if args.kind and kind not in args.kind:
+                continue
             for _ in range(args.cases):
                 problem = case(tok, ref, rng)
                 if problem is not None:

@@ -11,6 +11,28 @@ import tokenizers
 from peek2.serving.incremental import PromptSession
 from peek2.tokenizer import Tokenizer
 
+PIECE_ALPHABETS = [
+    "ab\u0301\u0308",  # letters and marks in turn (one o200k word)
+    "AB\u0301\u0327",
+    "aAbB\u0301",  # case changes: o200k cuts before a capital after lower case
+    "\u0e01\u0e34\u0e19\u0e49\u0e32\u0e2a",  # Thai without spaces
+    "\u0915\u093e\u0930\u094d\u092f",  # Devanagari with its signs
+    "\u05e9\u05b8\u05dc\u05d5\u05b9",  # Hebrew with points
+    "\u00e9e\u00e8a",  # Latin letters of two kinds (one DeepSeek-V3 word)
+    " \t",  # whitespace of two kinds (one GPT-2 piece)
+    "\u4e00\u4e8c\u3042\u30a2",  # CJK and kana (DeepSeek-V3's CJK split)
+    "ab12",  # letters and digits
+]
+BREAKERS = [" ", "'s", "'", "7", "\n", "A", "!", ".", "\u3000", "x y"]
+
+
+def long_piece(rng: random.Random, length: int) -> str:
+    """A text of ``length`` characters of one of ``PIECE_ALPHABETS`` (one long piece of several
+    scanner categories), with now and then (or never) one of ``BREAKERS``."""
+    alphabet = rng.choice(PIECE_ALPHABETS)
+    rare = rng.choice([0.0, 0.0005, 0.003])
+    return "".join(rng.choice(BREAKERS) if rng.random() < rare else rng.choice(alphabet) for _ in range(length))
+
 
 def session_in_parts(tok: Tokenizer, ref: tokenizers.Tokenizer, text: str, rng: random.Random) -> tuple[PromptSession, int]:
     """Appends ``text`` in parts of 1 to 1,500 characters, comparing the ids with tokenizers' now
