@@ -36,16 +36,22 @@ def long_piece(rng: random.Random, length: int) -> str:
 
 def session_in_parts(tok: Tokenizer, ref: tokenizers.Tokenizer, text: str, rng: random.Random) -> tuple[PromptSession, int]:
     """Appends ``text`` in parts of 1 to 1,500 characters, comparing the ids with tokenizers' now
-    and then and at the end. Returns the session (its encoder's state tells which path ran) and
-    the characters appended when the ids first differed (-1: never)."""
+    and then and at the end, both ``session.ids`` and the ids the answers ``(keep, new)`` make.
+    Returns the session (its encoder's state tells which path ran) and the characters appended
+    when the ids first differed (-1: never)."""
     session = tok.prompt_session(add_special_tokens=False)
+    ids: list[int] = []
     at = 0
     while at < len(text):
         step = rng.randint(1, 1500)
-        session.append(text[at : at + step])
+        keep, new = session.append(text[at : at + step])
+        del ids[keep:]
+        ids += new
         at += step
-        if (rng.random() < 0.3 or at >= len(text)) and session.ids != ref.encode(text[:at], add_special_tokens=False).ids:
-            return session, at
+        if rng.random() < 0.3 or at >= len(text):
+            expected = ref.encode(text[:at], add_special_tokens=False).ids
+            if session.ids != expected or ids != expected:
+                return session, at
     return session, -1
 
 

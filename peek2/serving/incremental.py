@@ -247,9 +247,17 @@ class PromptSession:
         encoder, final = self._encoder, self._final
         keep = len(final)
         encoder.feed(text, final)
+        before = self._tail
         self._tail = tail = self._finish_copy()
         self.text_chars += len(text)
         new = final[keep:]
+        if not new:
+            # Nothing became final, so the pending text starts where it did, and the first ids of
+            # both finishes that the engine knows to be the same are kept: a long piece held
+            # whole answered all its ids at every append (copies quadratic in the appends).
+            same = min(encoder._stream.finish_stable, len(before), len(tail))
+            if same:
+                return keep + same, tail[same:]
         new += tail
         return keep, new
 

@@ -393,6 +393,12 @@ class StreamEngine:
         # final ids end, those ids)
         self.piece_memo: tuple[str, list[int], i64, list[int]] | None = None
         self.piece_retry: i64 = 0
+        # How many first ids of the last finish's result are the memo's (0: it did not start with
+        # them), that count before this finish, and how many first ids of the last finish's
+        # result are known to be those of the finish before it (a prompt session's ``keep``).
+        self.memo_given: i64 = 0
+        self.given_before: i64 = 0
+        self.finish_stable: i64 = 0
         # The same for a long NFC run of combining marks of several classes (see there), kept across restore().
         self.marks_run: MarksRun | None = None
 
@@ -459,6 +465,8 @@ class StreamEngine:
         rest = ""
         if self.fed_bytes:
             rest = utf_8_decode(self.tail, "strict", True)[0]  # raises for an incomplete sequence, changing nothing
+        self.given_before = self.memo_given
+        self.memo_given = self.finish_stable = 0
         try:
             self._start(ids)
             self.tail = b""
@@ -820,6 +828,8 @@ class StreamEngine:
                 ids = self._finish_run(text)
                 if ids is None:
                     ids = self._finish_piece(text)
+                    if out:  # (the memo's ids are not the result's first: no claim about them)
+                        self.memo_given = self.finish_stable = 0
             if ids is None:
                 out = self._encode(text, len(text), out, owned)
             elif owned:
@@ -928,6 +938,10 @@ class StreamEngine:
                         else:
                             self.piece_retry = 2 * n
                     self.piece_memo = (known, starts, p, ids)
+                    # The last finish's result began with the memo's first ``given_before`` ids
+                    # (the memo only grows while it holds), and this one begins with all of them.
+                    self.finish_stable = self.given_before
+                    self.memo_given = len(ids)
                     return self._run_ids(text, p, end, ids)
         if n < self.piece_retry:
             return None
@@ -947,6 +961,7 @@ class StreamEngine:
         p = start + len(data[:cut_bytes].decode("utf-8"))
         self.piece_memo = (text[:stop], [0] + ends[: len(ends) - 1], p, head)
         self.piece_retry = 0
+        self.memo_given = len(head)
         return self._run_ids(text, p, n, head)
 
     def _piece_stop(self, text: str, p: i64, to_newline: bool) -> i64:
