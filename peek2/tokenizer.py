@@ -836,7 +836,9 @@ class Tokenizer:
 
     def decode_batch(self, batch: Iterable[Iterable[SupportsIndex]], skip_special_tokens: bool = True) -> list[str]:
         """``[decode(ids) for ids in batch]``."""
-        if not isinstance(batch, Iterable):
+        if isinstance(batch, (set, frozenset, dict)) or not isinstance(batch, Iterable):
+            # (a set or a dict has no order to give the texts in, as decode refuses one of ids:
+            # the texts came back in hash order; tokenizers refuses them too)
             raise TypeError(f"batch must be a sequence of sequences of int, not {type(batch).__name__}")
         documents = batch if type(batch) is list else list(batch)
         skip_special_tokens = _flag(skip_special_tokens, "skip_special_tokens")

@@ -185,6 +185,18 @@ def test_ids_and_flags_a_hunt_passed_to_the_api(llama: tuple[Tokenizer, tokenize
     assert tok.id_to_bytes(np.int64(9906)) == b"Hello"  # type: ignore[arg-type]
 
 
+def test_decode_batch_refuses_an_unordered_batch(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
+    """A bug hunt: decode_batch of a set of tuples or a dict gave the texts in hash order, where
+    tokenizers refuses them, and decode refuses a set or a dict of ids for that reason."""
+    tok, ref = llama
+    for unordered in ({(9906,), (1917,), (374,)}, frozenset([(9906,)]), {(9906, 1917): "doc a", (374,): "doc b"}):
+        with pytest.raises(TypeError):
+            ref.decode_batch(unordered)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=f"^batch must be a sequence of sequences of int, not {type(unordered).__name__}$"):
+            tok.decode_batch(unordered)  # type: ignore[arg-type]
+    assert tok.decode_batch(((9906,), [1917])) == ref.decode_batch(((9906,), [1917]))
+
+
 def test_pickle_holds_absolute_path_and_content(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 7: a pickled Tokenizer stored the path as given (a relative path broke in another working
     directory) and a file changed on disk loaded silently as another vocabulary."""
