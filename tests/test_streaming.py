@@ -425,6 +425,18 @@ def test_decoder_errors(tok: Tokenizer) -> None:
         tok.stream_decoder(prefill="12")  # type: ignore[arg-type]
 
 
+def test_decoder_names_a_gap_in_the_ids_as_decode_does(data_dir: Path) -> None:
+    """A bug hunt: ``feed(199998)`` on GPT-4o's file (an id inside the range that no token has)
+    said "not in the vocabulary (0..200018)"; decode and ``feed([199998])`` call it a gap."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "gpt4o" / "tokenizer.json")
+    messages = []
+    for call in (lambda: tok.decode([199998]), lambda: tok.stream_decoder().feed([199998]), lambda: tok.stream_decoder().feed(199998)):
+        with pytest.raises(ValueError, match="a gap in its ids") as raised:
+            call()
+        messages.append(str(raised.value))
+    assert len(set(messages)) == 1
+
+
 def test_a_contraction_after_a_long_pending_text(data_dir: Path) -> None:
     """A bug hunt: rule 2 sent a piece as final with only one or two characters seen after it,
     where a contraction may still join it: o200k's word takes "'s" after it (``"x" * 1100 +

@@ -223,5 +223,7 @@ class StreamDecoder:
         table = self._table
         data = table[token_id] if 0 <= token_id < len(table) else None
         if data is None:
-            raise ValueError(f"token id {token_id} is not in the vocabulary (0..{len(table) - 1})")
+            # decode raises its own error for the id, out of range or a gap in the ids (one message
+            # here called a gap out of the range; a bug hunt)
+            return self._tok.decode_bytes([token_id], self._skip)
         return data
