@@ -587,9 +587,7 @@ class Tokenizer:
         self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
     ) -> list[list[int]]:
         """``[encode(text) for text in texts]``."""
-        if isinstance(texts, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or not isinstance(texts, Iterable):
-            # (a set or a dict has no order to give the ids in: tokenizers refuses them too)
-            raise TypeError(f"encode_batch expects a sequence of str, not {_one_value(texts)}")
+        check_texts(texts, "encode_batch")
         # (checked here: a bad flag was blamed on texts[0], and not seen at all in an empty batch)
         add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
         split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
@@ -599,7 +597,7 @@ class Tokenizer:
             try:
                 out.append(encode(text, add_special_tokens, split_special_tokens=split_special_tokens))
             except (TypeError, ValueError) as error:  # (which text: encode_batch_flat names it too)
-                raise type(error)(f"texts[{k}]: {error}") from None
+                raise text_error(k, error) from None
         return out
 
     def encode_batch_flat(
@@ -628,8 +626,7 @@ class Tokenizer:
         """
         import numpy  # (an optional dependency: peek2[corpus])
 
-        if isinstance(texts, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or not isinstance(texts, Iterable):
-            raise TypeError(f"encode_batch_flat expects a sequence of str, not {_one_value(texts)}")
+        check_texts(texts, "encode_batch_flat")
         add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
         split_special_tokens = _flag(split_special_tokens, "split_special_tokens")
         if dtype not in ("uint16", "int32", "uint32", "int64"):
@@ -1002,9 +999,17 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
     raise NotImplementedError(f"normalizer {name!r} is not supported")
 
 
-def _one_value(texts: object) -> str:
-    """What a batch call was given instead of a sequence of texts."""
-    return "a single str" if isinstance(texts, str) else type(texts).__name__
+def check_texts(texts: object, call: str) -> None:
+    """A batch call's refusal of ``texts`` as a whole (``call`` names it); each text is checked as it is encoded."""
+    if isinstance(texts, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or not isinstance(texts, Iterable):
+        # (a set or a dict has no order to give the ids in: tokenizers refuses them too)
+        kind = "a single str" if isinstance(texts, str) else type(texts).__name__
+        raise TypeError(f"{call} expects a sequence of str, not {kind}")
+
+
+def text_error(index: int, error: Exception) -> Exception:
+    """``error``, raised by one text of a batch, naming which."""
+    return type(error)(f"texts[{index}]: {error}")
 
 
 def _is_array(ids: object) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_bad_input(tok: Tokenizer) -> None:
             await tok.async_encode(b"x")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="not a single str"):
             await tok.async_encode_batch("abc")
-        with pytest.raises(TypeError, match="texts must be str, not int"):
+        with pytest.raises(TypeError, match=r"texts\[0\]: text must be str, not int"):
             await tok.async_encode_batch([1])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="ids must be a sequence of int, not str"):
             await tok.async_decode("12")  # type: ignore[arg-type]
@@ -114,6 +115,37 @@ def test_bad_input(tok: Tokenizer) -> None:
             await tok.async_encode("x" * 70_000 + "\ud800")
 
     asyncio.run(main())
+
+
+def _error(call: Callable[[], object]) -> str:
+    """The type and message of what ``call`` raises ("" if it returns)."""
+    try:
+        call()
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return ""
+
+
+def test_batch_takes_and_refuses_what_encode_batch_does(tok: Tokenizer) -> None:
+    """A bug hunt: async_encode_batch encoded a set or a dict of texts (in hash order), said
+    "'NoneType' object is not iterable" of None, and did not name a bad text's index."""
+    long_bad = "x" * (aio.CHUNK_CHARS + 10) + "\ud800"  # (an error from the sliced path)
+    for texts, flags in (
+        ({"hello", "world"}, {}),
+        ({"hello": 1}, {}),
+        (frozenset(["a"]), {}),
+        (None, {}),
+        (5, {}),
+        ("abc", {}),
+        (["ok", None], {}),
+        (["ok", "\ud800"], {}),
+        (["ok", long_bad], {}),
+        ([], {"add_special_tokens": "no"}),
+    ):
+        expected = _error(lambda: tok.encode_batch(texts, **flags))  # type: ignore[arg-type]
+        assert expected
+        got = _error(lambda: asyncio.run(tok.async_encode_batch(texts, **flags)))  # type: ignore[arg-type]
+        assert got == expected.replace("encode_batch", "async_encode_batch"), texts
 
 
 def test_tokenizers_no_stream_can_encode_and_files_gone(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

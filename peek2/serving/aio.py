@@ -41,8 +41,10 @@ import pickle
 import sys
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import surrogate_error
 from peek2.serving.streaming import StreamDecoder, StreamEncoder
+from peek2.tokenizer import check_texts, text_error
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -158,19 +160,25 @@ async def async_encode_batch(
     split_special_tokens: bool = False,
     chunk_chars: int = CHUNK_CHARS,
 ) -> list[list[int]]:
-    """``tok.encode_batch(texts, ...)``, yielding to the loop every ``chunk_chars`` characters in all."""
-    if isinstance(texts, str):
-        raise TypeError("async_encode_batch expects a sequence of str, not a single str")
+    """``tok.encode_batch(texts, ...)``, yielding to the loop every ``chunk_chars`` characters in all.
+
+    Takes and refuses what ``encode_batch`` does, with its messages (a set or a dict of texts was
+    encoded in hash order, and a bad text was not named; a bug hunt).
+    """
+    check_texts(texts, "async_encode_batch")
+    add_special_tokens = as_flag(add_special_tokens, "add_special_tokens")
+    split_special_tokens = as_flag(split_special_tokens, "split_special_tokens")
     _check_chunk(chunk_chars, "chunk_chars")
     out: list[list[int]] = []
     since_yield = 0
-    for text in texts:
-        if not isinstance(text, str):
-            raise TypeError(f"texts must be str, not {type(text).__name__}")
-        if len(text) > chunk_chars:
-            out.append(await async_encode(tok, text, add_special_tokens, split_special_tokens=split_special_tokens, chunk_chars=chunk_chars))
-            continue
-        out.append(tok.encode(text, add_special_tokens, split_special_tokens=split_special_tokens))
+    for k, text in enumerate(texts):
+        try:
+            if isinstance(text, str) and len(text) > chunk_chars:
+                out.append(await async_encode(tok, text, add_special_tokens, split_special_tokens=split_special_tokens, chunk_chars=chunk_chars))
+                continue
+            out.append(tok.encode(text, add_special_tokens, split_special_tokens=split_special_tokens))
+        except (TypeError, ValueError) as error:
+            raise text_error(k, error) from None
         since_yield += len(text) + 16  # many short texts cost their calls too
         if since_yield >= chunk_chars:
             since_yield = 0
