@@ -764,13 +764,9 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> bytes:
         """The bytes of ``ids`` (no UTF-8 decoding)."""
-        if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
-            # (a set or a dict has no order to decode in: tokenizers refuses them too)
-            raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
-        if _is_array(ids) and getattr(getattr(ids, "dtype", None), "kind", "i") not in "iuO":
-            raise TypeError(f"ids must be integers, not an array of {getattr(ids, 'dtype')}")
+        check_ids(ids)
         values: list[Any] = getattr(ids, "tolist")() if _is_array(ids) else ids if type(ids) is list else list(ids)
-        if not isinstance(values, list):  # a 0-d array
+        if not isinstance(values, list):  # (an array-like without ndim, whose tolist gave one value)
             raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
         table = self._decode_table(_flag(skip_special_tokens, "skip_special_tokens"))
         try:
@@ -1010,6 +1006,17 @@ def check_texts(texts: object, call: str) -> None:
 def text_error(index: int, error: Exception) -> Exception:
     """``error``, raised by one text of a batch, naming which."""
     return type(error)(f"texts[{index}]: {error}")
+
+
+def check_ids(ids: object) -> None:
+    """decode's refusals of ``ids`` as a whole (each id is checked as it is decoded)."""
+    if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
+        # (a set or a dict has no order to decode in: tokenizers refuses them too)
+        raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
+    if _is_array(ids) and getattr(getattr(ids, "dtype", None), "kind", "i") not in "iuO":
+        raise TypeError(f"ids must be integers, not an array of {getattr(ids, 'dtype')}")
+    if _is_array(ids) and getattr(ids, "ndim", 1) == 0:
+        raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
 
 
 def _is_array(ids: object) -> bool:

@@ -148,6 +148,17 @@ def test_batch_takes_and_refuses_what_encode_batch_does(tok: Tokenizer) -> None:
         assert got == expected.replace("encode_batch", "async_encode_batch"), texts
 
 
+def test_decode_takes_and_refuses_what_decode_does(tok: Tokenizer) -> None:
+    """A bug hunt: async_decode decoded a set, a frozenset, a dict (in hash order) and an array
+    of bools, which decode and tokenizers refuse."""
+    import numpy as np
+
+    for ids in ({9906, 1917}, frozenset([9906]), {9906: "a"}, np.array([True, False]), np.array([1.0]), np.array(5), None, "12", b"12", [1.5], [-1]):
+        expected = _error(lambda: tok.decode(ids))  # type: ignore[arg-type]
+        assert expected
+        assert _error(lambda: asyncio.run(tok.async_decode(ids))) == expected, ids  # type: ignore[arg-type]
+
+
 def test_tokenizers_no_stream_can_encode_and_files_gone(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug hunt: with an added token matched after the normalizer (tokenizers' own add_tokens,
     Qwen3's NFC), a text longer than a slice raised the stream encoder's NotImplementedError; and

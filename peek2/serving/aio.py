@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import surrogate_error
 from peek2.serving.streaming import StreamDecoder, StreamEncoder
-from peek2.tokenizer import check_texts, text_error
+from peek2.tokenizer import check_ids, check_texts, text_error
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -189,14 +189,15 @@ async def async_encode_batch(
 async def async_decode(
     tok: Tokenizer, ids: Iterable[int], skip_special_tokens: bool = True, *, chunk_ids: int = CHUNK_IDS
 ) -> str:
-    """``tok.decode(ids, ...)``, yielding to the event loop every ``chunk_ids`` ids."""
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
-        raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
+    """``tok.decode(ids, ...)``, yielding to the event loop every ``chunk_ids`` ids.
+
+    Takes and refuses what ``decode`` does, with its messages (a set, a dict or an array of bools
+    was decoded; a bug hunt).
+    """
+    check_ids(ids)
     _check_chunk(chunk_ids, "chunk_ids")
     if not isinstance(ids, Sequence):  # a NumPy array (which decode takes, and this refused; a bug hunt), a generator
         values = getattr(ids, "tolist")() if hasattr(ids, "tolist") else list(ids)
-        if not isinstance(values, list):  # a 0-d array
-            raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
         ids = values
     assert isinstance(ids, Sequence)
     if len(ids) <= chunk_ids:
