@@ -923,7 +923,7 @@ class Tokenizer:
 
         return await aio.async_encode_batch(self, texts, add_special_tokens, split_special_tokens=split_special_tokens)
 
-    async def async_decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+    async def async_decode(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> str:
         """``decode`` without holding the event loop: see ``peek2.serving.aio.async_decode``."""
         from peek2.serving import aio
 

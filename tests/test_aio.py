@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
@@ -157,6 +157,62 @@ def test_decode_takes_and_refuses_what_decode_does(tok: Tokenizer) -> None:
         expected = _error(lambda: tok.decode(ids))  # type: ignore[arg-type]
         assert expected
         assert _error(lambda: asyncio.run(tok.async_decode(ids))) == expected, ids  # type: ignore[arg-type]
+
+
+def test_decode_of_a_deque_longer_than_a_slice(tok: Tokenizer) -> None:
+    """A bug hunt: a deque is a Sequence that cannot be sliced; one of more than ``chunk_ids`` ids
+    raised "sequence index must be integer, not 'slice'"."""
+    import collections
+
+    ids = tok.encode("Hello world, 漢字 and more " * 100)
+    assert asyncio.run(aio.async_decode(tok, collections.deque(ids), chunk_ids=100)) == tok.decode(ids)
+
+
+def test_decode_converts_the_ids_a_slice_at_a_time(tok: Tokenizer, big_text: str) -> None:
+    """A bug hunt: async_decode turned a whole NumPy array (``tolist()``) or iterator (``list``)
+    into a list before its first slice, a stall that grew with the input. Counted: the ids
+    converted between two runs of another task never exceed one slice's."""
+    import numpy as np
+
+    converted = 0
+
+    class Counted(np.ndarray):
+        def tolist(self):  # type: ignore[no-untyped-def]
+            nonlocal converted
+            converted += self.size
+            return super().tolist()
+
+    def drawn(ids: list[int]) -> Iterator[int]:
+        nonlocal converted
+        for token_id in ids:
+            converted += 1
+            yield token_id
+
+    ids = tok.encode(big_text[:50_000])
+    chunk = 1000
+    for make in (lambda: np.asarray(ids).view(Counted), lambda: drawn(ids)):
+        converted = 0
+
+        async def main() -> tuple[str, list[int]]:
+            seen: list[int] = []
+            done = False
+
+            async def heartbeat() -> None:
+                while not done:
+                    seen.append(converted)
+                    await asyncio.sleep(0)
+
+            beat = asyncio.create_task(heartbeat())
+            await asyncio.sleep(0)
+            text = await aio.async_decode(tok, make(), chunk_ids=chunk)
+            done = True
+            await beat
+            return text, seen + [converted]
+
+        text, seen = asyncio.run(main())
+        assert text == tok.decode(ids)
+        assert seen[-1] == len(ids) > 10 * chunk
+        assert max(b - a for a, b in zip(seen, seen[1:])) <= chunk
 
 
 def test_tokenizers_no_stream_can_encode_and_files_gone(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

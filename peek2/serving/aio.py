@@ -39,12 +39,13 @@ import asyncio
 import os
 import pickle
 import sys
-from typing import TYPE_CHECKING, Iterable, Sequence
+from itertools import islice
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, SupportsIndex
 
 from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import surrogate_error
 from peek2.serving.streaming import StreamDecoder, StreamEncoder
-from peek2.tokenizer import check_ids, check_texts, text_error
+from peek2.tokenizer import _is_array, check_ids, check_texts, text_error
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -187,28 +188,43 @@ async def async_encode_batch(
 
 
 async def async_decode(
-    tok: Tokenizer, ids: Iterable[int], skip_special_tokens: bool = True, *, chunk_ids: int = CHUNK_IDS
+    tok: Tokenizer, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True, *, chunk_ids: int = CHUNK_IDS
 ) -> str:
     """``tok.decode(ids, ...)``, yielding to the event loop every ``chunk_ids`` ids.
 
     Takes and refuses what ``decode`` does, with its messages (a set, a dict or an array of bools
-    was decoded; a bug hunt).
+    was decoded; a bug hunt). The ids are taken ``chunk_ids`` at a time (a NumPy array sliced, an
+    iterator drawn from), so no slice converts more of them (one ``tolist()`` or ``list(ids)`` of
+    the whole input held the loop in proportion to it; a bug hunt). The final join of the text's
+    parts is the one step that grows with the input: one copy of the text (docs/serving.md).
     """
     check_ids(ids)
     _check_chunk(chunk_ids, "chunk_ids")
-    if not isinstance(ids, Sequence):  # a NumPy array (which decode takes, and this refused; a bug hunt), a generator
-        values = getattr(ids, "tolist")() if hasattr(ids, "tolist") else list(ids)
-        ids = values
-    assert isinstance(ids, Sequence)
-    if len(ids) <= chunk_ids:
-        return tok.decode(ids, skip_special_tokens)
+    slices = _id_slices(ids, chunk_ids)
+    first = next(slices, [])
+    if len(first) < chunk_ids:  # all of them: one call
+        return tok.decode(first, skip_special_tokens)
     decoder = StreamDecoder(tok, skip_special_tokens)
-    parts: list[str] = []
-    for start in range(0, len(ids), chunk_ids):
-        parts.append(decoder.feed(ids[start : start + chunk_ids]))
+    parts = [decoder.feed(first)]
+    await asyncio.sleep(0)
+    for part in slices:  # (drawn after the yield: it is this slice's work)
+        parts.append(decoder.feed(part))
         await asyncio.sleep(0)
     parts.append(decoder.finish())
     return "".join(parts)
+
+
+def _id_slices(ids: Iterable[SupportsIndex], size: int) -> Iterator[Sequence[SupportsIndex]]:
+    """``ids`` in slices of ``size``: a list, tuple or array cut in place, anything else (an
+    iterator, a deque, which is a Sequence that cannot be sliced; a bug hunt) drawn from."""
+    if isinstance(ids, (list, tuple)) or _is_array(ids):
+        values: list[SupportsIndex] = ids  # type: ignore[assignment]  # (sliced, never changed)
+        for start in range(0, len(values), size):
+            yield values[start : start + size]
+        return
+    it = iter(ids)
+    while part := list(islice(it, size)):
+        yield part
 
 
 def _check_chunk(value: int, name: str) -> None:
