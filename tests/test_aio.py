@@ -215,6 +215,19 @@ def test_decode_converts_the_ids_a_slice_at_a_time(tok: Tokenizer, big_text: str
         assert max(b - a for a, b in zip(seen, seen[1:])) <= chunk
 
 
+def test_worker_imports_this_peek2_not_the_working_directorys(tok: Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: the worker process was started with ``-m``, which puts the working directory
+    first on its path, so a ``peek2`` folder there was imported instead of this process's."""
+    (tmp_path / "peek2" / "serving").mkdir(parents=True)
+    (tmp_path / "peek2" / "__init__.py").write_text("raise ImportError('the peek2 of the working directory')\n")
+    (tmp_path / "peek2" / "serving" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    text = "\n" + " " * 1000 + "x"
+    request = aio._worker_request(tok, text, True, False)
+    assert request is not None
+    assert asyncio.run(aio._encode_in_worker(request)) == tok.encode(text)
+
+
 def test_tokenizers_no_stream_can_encode_and_files_gone(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug hunt: with an added token matched after the normalizer (tokenizers' own add_tokens,
     Qwen3's NFC), a text longer than a slice raised the stream encoder's NotImplementedError; and

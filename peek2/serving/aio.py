@@ -23,7 +23,7 @@ The bound on a stall is the time to encode one slice, plus the pending text the 
 final. One enormous piece (a run of one character, megabytes without a piece boundary) has ids
 that depend on all of it, so it cannot be sliced: ``await tok.async_encode("=" * 5_000_000)``
 held the loop 1.8-3.0 s in one slice. When a text's pending piece passes ``OFFLOAD_CHARS``, the
-whole encode moves to a new process (``python -m peek2.serving.encode_worker``: it loads the tokenizer
+whole encode moves to a new process (``peek2.serving.encode_worker``, isolated: it loads the tokenizer
 from its pickle, about a second, and imports nothing of the caller's program, unlike
 multiprocessing's spawn): the loop only moves the text and the ids through pipes and unpickles
 the ids (a few ms: such a piece has few ids). Cancelling the task kills that process. A tokenizer
@@ -121,21 +121,29 @@ def _worker_request(tok: Tokenizer, text: str, add_special_tokens: bool, split_s
         return None
 
 
+_WORKER_MAIN = "import sys; sys.path[:] = sys.argv[1:]; from peek2.serving.encode_worker import main; sys.exit(main())"
+"""The worker's program: its import path is given in its arguments."""
+
+
 async def _encode_in_worker(request: bytes) -> list[int]:
     """The ids of a ``_worker_request`` from a new process (``peek2.serving.encode_worker``), the loop free meanwhile."""
     import peek2
 
-    # The child imports the same peek2 as this process, wherever it was found.
+    # The child imports the same peek2 as this process, wherever it was found: isolated (-I: no
+    # working directory, PYTHONPATH or user site on its path; with -m the working directory came
+    # first, and a peek2 folder there was imported instead; a bug hunt), on this process's path
+    # with peek2's own folder first.
     home = os.path.dirname(os.path.dirname(os.path.abspath(peek2.__file__)))
-    path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH", "")) if p)
+    path = [home, *(p for p in sys.path if p and p != home)]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-m",
-        "peek2.serving.encode_worker",
+        "-I",
+        "-c",
+        _WORKER_MAIN,
+        *path,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": path},
     )
     try:
         out, err = await process.communicate(request)

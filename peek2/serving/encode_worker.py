@@ -1,4 +1,5 @@
-"""``python -m peek2.serving.encode_worker``: one encode in a process of its own, for ``peek2.serving.aio``.
+"""One encode in a process of its own, for ``peek2.serving.aio`` (which runs ``main`` with ``python -I
+-c``, on its own import path: see ``aio._encode_in_worker``).
 
 Reads one pickled ``(tokenizer, text, add_special_tokens, split_special_tokens)`` from standard
 input (a tokenizer pickles as its file's path and content hash) and writes the pickled
