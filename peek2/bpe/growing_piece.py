@@ -43,21 +43,25 @@ Llama-3, whose longest "=" token is 64 bytes; a handful for CJK), and a cached p
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Final
+from typing import Final, Iterator
 
 from peek2.bpe.merger import LONG_PIECE_BYTES, BytePairEncoder
 
 SPLIT_TRIES: Final = 4  # boundaries tried, from the right, before giving up until the piece doubles
 LONG_BLOCK_BYTES: Final = 1 << 16  # LongPieces: the bytes merged at a time
+SORT_RUN: Final = 1 << 15  # LongPieces.build_in_steps: tokens sorted in one step (~7 ms)
 
 
 class GrowingPiece:
     """What ``final_prefix`` needs of a tokenizer (built once, at its first long piece)."""
 
-    def __init__(self, engine: BytePairEncoder, vocab: dict[bytes, int], id_bytes: tuple[bytes | None, ...]) -> None:
+    def __init__(
+        self, engine: BytePairEncoder, vocab: dict[bytes, int], id_bytes: tuple[bytes | None, ...], tokens: list[bytes] | None = None
+    ) -> None:
         self.engine: Final = engine
         self.id_bytes: Final = id_bytes
-        self.tokens: Final[list[bytes]] = sorted(vocab)  # to ask whether some token starts with given bytes
+        # To ask whether some token starts with given bytes (``tokens``: the vocabulary sorted already).
+        self.tokens: Final[list[bytes]] = sorted(vocab) if tokens is None else tokens
         self.max_bytes: Final[int] = max([len(token) for token in vocab], default=1)
         self.pairs: Final[dict[tuple[int, int], bool]] = {}  # (left, right) -> merge(left + right) == [left, right]
         self.firsts: Final[dict[bytes, int]] = {}  # bytes -> the first token of their merge
@@ -242,6 +246,23 @@ class LongPieces:
         if growing is None:
             growing = self.growing = GrowingPiece(self.engine, self.vocab, self.id_bytes)
         return growing
+
+    def build_in_steps(self) -> Iterator[None]:
+        """Makes ``growing_piece()``, stopping after each step of a few ms, for ``peek2.serving.aio``
+        to yield to the event loop there: the vocabulary sorted ``SORT_RUN`` tokens at a time, then
+        the runs merged (one sort of Llama-3's 128K tokens is 30-45 ms, and it was done inside the
+        slice of a first ``async_encode`` whose text held a long piece; a bug hunt)."""
+        if self.growing is not None:
+            return
+        tokens = list(self.vocab)
+        runs: list[bytes] = []
+        for start in range(0, len(tokens), SORT_RUN):
+            runs += sorted(tokens[start : start + SORT_RUN])
+            yield
+        runs.sort()  # (Timsort merges the sorted runs it finds: ~7 ms for Llama-3's four)
+        yield
+        if self.growing is None:  # (unless another caller made it meanwhile)
+            self.growing = GrowingPiece(self.engine, self.vocab, self.id_bytes, runs)
 
     def block(self, data: bytes, at: int) -> tuple[int, list[int]]:
         """``BytePairEncoder.long_pieces``: ``(stop, ids)``, the ids of ``data[at:stop]``, a

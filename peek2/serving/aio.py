@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, SupportsIndex
 
 from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import surrogate_error
-from peek2.serving.streaming import StreamDecoder, StreamEncoder
+from peek2.serving.streaming import StreamDecoder, StreamEncoder, plan_of
 from peek2.tokenizer import _is_array, check_ids, check_texts, text_error
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ async def async_encode(
         if request is not None:
             return await _encode_in_worker(request)
         return tok.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
+    await _prepare_rule3(tok)
     ids: list[int] = []
     offload = True
     try:
@@ -104,6 +105,33 @@ async def async_encode(
         return encoder.finish(ids)
     except ValueError as error:  # a lone surrogate, at its index in a slice: give it in text
         raise surrogate_error(text, error) from None
+
+
+async def _prepare_rule3(tok: Tokenizer) -> None:
+    """Makes the tokenizer's rule 3 structures (``StreamPlan.growing_piece``) in slices of their own.
+
+    A stream makes them at its first piece past ``interior_min`` characters, inside a ``feed``: the
+    first ``async_encode`` of a long run on a fresh tokenizer held the loop about 62 ms in that
+    slice, against about 11 ms for every later call (a bug hunt). Made here for any text long
+    enough to be sliced, once per tokenizer (about 50 ms of CPU in all), since which text holds
+    such a piece is only known inside a ``feed``: the vocabulary's sort in steps
+    (``LongPieces.build_in_steps``), then the scanner's probes (one step of about 13 ms).
+    """
+    plan = plan_of(tok)
+    if plan.growing is not None:
+        return
+    for _ in plan.long_pieces.build_in_steps():
+        await _let_timers_run()
+    plan.growing_piece()
+    await _let_timers_run()
+
+
+async def _let_timers_run() -> None:
+    """Yields until a task whose timer fell due meanwhile has run: the loop runs the timer's
+    callback in one turn and that task's step in the next, and this task, scheduled first, runs
+    first in both (one ``sleep(0)`` left a 1 ms ticker waiting through three build steps)."""
+    for _ in range(3):
+        await asyncio.sleep(0)
 
 
 # ==== A worker process for texts holding one enormous piece ====
