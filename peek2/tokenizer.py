@@ -50,6 +50,7 @@ from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
+from peek2.inputs import check_ids, check_texts, is_array, text_error
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
 from peek2.normalize.aligned import nfc_aligned
 from peek2.normalize.nfc import nfc
@@ -765,7 +766,7 @@ class Tokenizer:
     def decode_bytes(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> bytes:
         """The bytes of ``ids`` (no UTF-8 decoding)."""
         check_ids(ids)
-        values: list[Any] = getattr(ids, "tolist")() if _is_array(ids) else ids if type(ids) is list else list(ids)
+        values: list[Any] = getattr(ids, "tolist")() if is_array(ids) else ids if type(ids) is list else list(ids)
         if not isinstance(values, list):  # (an array-like without ndim, whose tolist gave one value)
             raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
         table = self._decode_table(_flag(skip_special_tokens, "skip_special_tokens"))
@@ -871,7 +872,7 @@ class Tokenizer:
     def id_to_bytes(self, token_id: int) -> bytes:
         """The bytes of one token, a special token's too (tiktoken's ``decode_single_token_bytes``;
         it was ``b""`` for a special token: decode skips them by default, a bug hunt)."""
-        if not hasattr(type(token_id), "__index__") or _is_array(token_id) and getattr(token_id, "ndim", 0) != 0:
+        if not hasattr(type(token_id), "__index__") or is_array(token_id) and getattr(token_id, "ndim", 0) != 0:
             raise TypeError(f"token_id must be an int, not {type(token_id).__name__}")
         return self.decode_bytes([token_id], skip_special_tokens=False)
 
@@ -993,35 +994,6 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
     if name == "NFC":
         return nfc
     raise NotImplementedError(f"normalizer {name!r} is not supported")
-
-
-def check_texts(texts: object, call: str) -> None:
-    """A batch call's refusal of ``texts`` as a whole (``call`` names it); each text is checked as it is encoded."""
-    if isinstance(texts, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or not isinstance(texts, Iterable):
-        # (a set or a dict has no order to give the ids in: tokenizers refuses them too)
-        kind = "a single str" if isinstance(texts, str) else type(texts).__name__
-        raise TypeError(f"{call} expects a sequence of str, not {kind}")
-
-
-def text_error(index: int, error: Exception) -> Exception:
-    """``error``, raised by one text of a batch, naming which."""
-    return type(error)(f"texts[{index}]: {error}")
-
-
-def check_ids(ids: object) -> None:
-    """decode's refusals of ``ids`` as a whole (each id is checked as it is decoded)."""
-    if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
-        # (a set or a dict has no order to decode in: tokenizers refuses them too)
-        raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
-    if _is_array(ids) and getattr(getattr(ids, "dtype", None), "kind", "i") not in "iuO":
-        raise TypeError(f"ids must be integers, not an array of {getattr(ids, 'dtype')}")
-    if _is_array(ids) and getattr(ids, "ndim", 1) == 0:
-        raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
-
-
-def _is_array(ids: object) -> bool:
-    """A NumPy array (or anything with ``tolist``), turned into Python ints in one C call."""
-    return hasattr(ids, "tolist") and hasattr(ids, "dtype")
 
 
 _NAMED: dict[str, Tokenizer] = {}

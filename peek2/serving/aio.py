@@ -43,9 +43,9 @@ from itertools import islice
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, SupportsIndex
 
 from peek2.bpe.merger import as_flag
+from peek2.inputs import check_ids, check_texts, is_array, text_error
 from peek2.pretokenize.scanner import surrogate_error
 from peek2.serving.streaming import StreamDecoder, StreamEncoder, plan_of
-from peek2.tokenizer import _is_array, check_ids, check_texts, text_error
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -253,7 +253,7 @@ async def async_decode(
 def _id_slices(ids: Iterable[SupportsIndex], size: int) -> Iterator[Sequence[SupportsIndex]]:
     """``ids`` in slices of ``size``: a list, tuple or array cut in place, anything else (an
     iterator, a deque, which is a Sequence that cannot be sliced; a bug hunt) drawn from."""
-    if isinstance(ids, (list, tuple)) or _is_array(ids):
+    if isinstance(ids, (list, tuple)) or is_array(ids):
         values: list[SupportsIndex] = ids  # type: ignore[assignment]  # (sliced, never changed)
         for start in range(0, len(values), size):
             yield values[start : start + size]
