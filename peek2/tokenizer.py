@@ -50,7 +50,7 @@ from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
-from peek2.inputs import check_ids, check_texts, is_array, text_error
+from peek2.argument_checks import check_ids, check_texts, is_array, text_error
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
 from peek2.normalize.aligned import nfc_aligned
 from peek2.normalize.nfc import nfc

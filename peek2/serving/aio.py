@@ -43,7 +43,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, SupportsIndex
 
 from peek2.bpe.merger import as_flag
-from peek2.inputs import check_ids, check_texts, is_array, text_error
+from peek2.argument_checks import check_ids, check_texts, is_array, text_error
 from peek2.pretokenize.scanner import surrogate_error
 from peek2.serving.streaming import StreamDecoder, StreamEncoder, plan_of
 

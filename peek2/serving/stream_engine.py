@@ -727,6 +727,9 @@ class StreamEngine:
         if n - start < 2:
             return out
         # How far the piece surely goes: its end at the end of the text, and before each probe.
+        # (The probes are made with the growing piece's tables: a fresh tokenizer's first try ran
+        # with none. No text was found where they change the cut; they are the rule's premise.)
+        growing = plan.growing_piece()
         reach = min(piece_end(text, 0, n, stage2, rules), n - 1)
         verified = self.cont and start == head and kind == self.run_kind and not mixed
         if not verified:
@@ -736,7 +739,7 @@ class StreamEngine:
             return out
         data = text[head:reach].encode("utf-8")
         first = len(text[head : start + 1].encode("utf-8"))
-        cut_bytes, ids = plan.growing_piece().final_prefix(data, first)
+        cut_bytes, ids = growing.final_prefix(data, first)
         if cut_bytes == 0:
             return out
         cut = head + len(data[:cut_bytes].decode("utf-8"))
