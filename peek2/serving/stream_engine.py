@@ -836,7 +836,7 @@ class StreamEngine:
             if ids is None:
                 out = self._encode(text, len(text), out, owned)
             elif owned:
-                out = out + ids
+                out = out + ids if out else ids  # (a new list of its own: a prompt session's finish, not copied again)
             else:
                 out += ids
             self.text = ""
