@@ -370,3 +370,32 @@ def test_tokenizer_json_edits_a_hunt_found(data_dir: Path) -> None:
     edited = {**spec, "normalizer": {"normalizers": [{"type": "NFC"}]}}
     text = "Cafe\u0301 \u212a <|im_start|>"
     assert Tokenizer.from_str(json.dumps(edited)).encode(text) == tokenizers.Tokenizer.from_str(json.dumps(edited)).encode(text).ids
+
+
+def test_json_too_deep_or_too_long_names_the_file(tmp_path: Path, data_dir: Path) -> None:
+    """JSON nested 100,000 deep was a bare RecursionError (the CLI printed its traceback), a number of
+    5,000 digits a ValueError naming no file, and 63 Sequence normalizers in one another, nested
+    past what tokenizers reads, loaded."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"model": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    with pytest.raises(TokenizerFormatError, match="deep.json: not valid JSON: arrays or objects nested too deeply"):
+        Tokenizer.from_file(deep)
+    gpt2 = data_dir / "tokenizers" / "gpt2"
+    with pytest.raises(TokenizerFormatError, match="deep.json: not valid JSON: arrays or objects nested too deeply"):
+        Tokenizer.from_gpt2_files(deep, gpt2 / "vocab.bpe")
+    with pytest.raises(TokenizerFormatError, match="<string>: not valid JSON: a number of more than"):
+        Tokenizer.from_str('{"model": {"type": "BPE", "vocab": {"a": 1' + "0" * 5000 + '}, "merges": []}}')
+    for depth in (62, 63):
+        spec = small_file()
+        normalizer: dict = {"type": "NFC"}  # type: ignore[type-arg]
+        for _ in range(depth):
+            normalizer = {"type": "Sequence", "normalizers": [normalizer]}
+        spec["normalizer"] = normalizer
+        text = json.dumps(spec)
+        if depth == 62:
+            assert Tokenizer.from_str(text).encode("hello") == tokenizers.Tokenizer.from_str(text).encode("hello").ids
+            continue
+        with pytest.raises(Exception, match="recursion limit exceeded"):
+            tokenizers.Tokenizer.from_str(text)
+        with pytest.raises(TokenizerFormatError, match="nested more than 127 deep"):
+            Tokenizer.from_str(text)

@@ -10,11 +10,11 @@ gpt2 ``tokenizer.json`` and in tiktoken.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from peek2.formats.byte_level import to_bytes
+from peek2.formats.hf_json import read_json
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 
 END_OF_TEXT = "<|endoftext|>"
@@ -33,10 +33,7 @@ def load_files(
             line of a merge).
     """
     encoder_source, merges_source = os.fspath(encoder_path), os.fspath(merges_path)
-    try:
-        raw = json.loads(_text(encoder_path, encoder_source))
-    except json.JSONDecodeError as error:
-        raise TokenizerFormatError(f"{encoder_source}: not JSON: {error}") from None
+    raw = read_json(_text(encoder_path, encoder_source), encoder_source)
     vocab = _vocab(raw, encoder_source)
     merges = _merges(_text(merges_path, merges_source), merges_source, vocab, encoder_source)
     if special_tokens is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -49,11 +50,21 @@ def load_file(path: str | os.PathLike[str]) -> TokenizerSpec:
 
 def load_str(text: str, source: str = "<string>") -> TokenizerSpec:
     """Parse tokenizer.json content; ``source`` names it in error messages."""
+    return parse(read_json(text, source), source)
+
+
+def read_json(text: str, source: str) -> Any:
+    """The value of a JSON text; TokenizerFormatError naming ``source`` where it is not JSON that
+    Python reads (a RecursionError from deep nesting and the ValueError of a number of thousands
+    of digits escaped the loaders bare, naming no file; a bug hunt)."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise TokenizerFormatError(f"{source}: not valid JSON (truncated?): {error}") from None
-    return parse(data, source)
+    except RecursionError:
+        raise TokenizerFormatError(f"{source}: not valid JSON: arrays or objects nested too deeply to read") from None
+    except ValueError:  # (int() of a literal past sys.get_int_max_str_digits(); tokenizers refuses it too)
+        raise TokenizerFormatError(f"{source}: not valid JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
 
 
 def _field(obj: Any, key: str, path: str, source: str, kind: type | tuple[type, ...]) -> Any:
@@ -130,6 +141,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
             "load it with its merges, Tokenizer.from_gpt2_files(encoder.json, vocab.bpe)"
         )
     model = _field(data, "model", "", source, dict)
+    _nesting(data, model, source)
     # (where tokenizers refuses a file, so does peek2, even where it could read it: a file
     # loads in both or in neither; a bug hunt found peek2 laxer on these)
     unknown = [key for key in data if key not in TOP_LEVEL_FIELDS]
@@ -189,6 +201,29 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         trim_offsets=trim_offsets,
         prefix_space=prefix_space,
     )
+
+
+MAX_NESTING = 127
+"""The deepest nesting of arrays and objects serde_json (tokenizers' reader) takes, the top-level object one."""
+
+
+def _nesting(data: dict[str, Any], model: dict[str, Any], source: str) -> None:
+    """Refuse a file nested more deeply than tokenizers reads (62 Sequence normalizers in one
+    another loaded here, and 490 raised a bare RecursionError; a bug hunt). The vocabulary's and
+    merges' values are not walked (no container is a valid one there), which keeps this to the
+    small parts of a file."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise TokenizerFormatError(
+                f"{source}: arrays or objects nested more than {MAX_NESTING} deep (tokenizers refuses the file)"
+            )
+        if value is model:
+            children: Any = [inner for key, inner in value.items() if key not in ("vocab", "merges")]
+        else:
+            children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
 
 
 def _vocab(raw: dict[str, Any], added: set[str], source: str) -> dict[bytes, int]:
