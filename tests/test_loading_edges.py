@@ -399,3 +399,14 @@ def test_json_too_deep_or_too_long_names_the_file(tmp_path: Path, data_dir: Path
             tokenizers.Tokenizer.from_str(text)
         with pytest.raises(TokenizerFormatError, match="nested more than 127 deep"):
             Tokenizer.from_str(text)
+
+
+def test_an_id_past_int32_is_named() -> None:
+    """A vocabulary id of 2**31 used in a merge (tokenizers reads u32 ids) was a bare "int too large
+    to convert to i32" from the compiled merge packing, naming no file or field."""
+    spec = small_file()
+    spec["model"]["vocab"][chars(b"he")] = 2**31
+    text = json.dumps(spec)
+    assert tokenizers.Tokenizer.from_str(text).encode("he").ids == [2**31]
+    with pytest.raises(TokenizerFormatError, match=r"<string>: model.vocab\['he'\]: token id 2147483648 is too large \(at most 1048575\)"):
+        Tokenizer.from_str(text)

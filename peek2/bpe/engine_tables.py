@@ -14,12 +14,16 @@ from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
 from peek2.spec import TokenizerFormatError, TokenizerSpec
 
 
+MAX_ID = (1 << ID_BITS) - 1
+"""The largest token id the engine takes."""
+
+
 def largest_spec_id(spec: TokenizerSpec) -> int:
     """The largest id of ``spec`` (-1 if none); TokenizerFormatError where it is above the engine's
     limit, before any table is made at its size (an id of 2**27 took 2 GB first; a bug hunt)."""
     top = max([max(spec.vocab.values(), default=-1), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
-    if top >= 1 << ID_BITS:
-        raise TokenizerFormatError(f"{spec.source}: token id {top} is too large (at most {(1 << ID_BITS) - 1})")
+    if top > MAX_ID:
+        raise TokenizerFormatError(f"{spec.source}: token id {top} is too large (at most {MAX_ID})")
     return top
 
 

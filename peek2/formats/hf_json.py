@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from peek2.pretokenize.families import UnsupportedPatternError, find_sequence
+from peek2.bpe.engine_tables import MAX_ID
 from peek2.bpe.vocab import merge_bytes, merge_ids, vocab_bytes
 from peek2.formats.byte_level import to_bytes
 from peek2.spec import AddedToken, RankedMerges, TokenizerFormatError, TokenizerSpec
@@ -170,6 +171,12 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     added = _added_tokens(data.get("added_tokens", []), source)
     contents = {token.content for token in added}
     vocab = _vocab(raw_vocab, contents, source)
+    # (before the merges are packed as int32 ids: an id of 2**31, which tokenizers reads, was a
+    # bare "int too large to convert to i32" naming no file or field; a bug hunt)
+    top = max(vocab.values(), default=-1)
+    if top > MAX_ID:
+        token = next(token for token, token_id in raw_vocab.items() if token_id == top)
+        raise TokenizerFormatError(f"{source}: model.vocab[{token!r}]: token id {top} is too large (at most {MAX_ID})")
     if len(set(vocab.values())) != len(vocab):
         # tokenizers keys its merges by id, and which token an id decodes to follows its hash
         # map's order: no answer to match (it loaded, and encoded differently; a bug hunt).
