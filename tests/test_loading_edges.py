@@ -410,3 +410,17 @@ def test_an_id_past_int32_is_named() -> None:
     assert tokenizers.Tokenizer.from_str(text).encode("he").ids == [2**31]
     with pytest.raises(TokenizerFormatError, match=r"<string>: model.vocab\['he'\]: token id 2147483648 is too large \(at most 1048575\)"):
         Tokenizer.from_str(text)
+
+
+def test_a_split_regex_spelling_a_family_name_is_a_regex() -> None:
+    """A Split of {"Regex": "llama3"} (or "gpt2", ...) was read as that family's pattern, the name
+    the API and CLI take: other ids than tokenizers, whose regex matches the text "llama3"."""
+    from peek2.pretokenize.families import UnsupportedPatternError
+
+    for name in ("llama3", "gpt2", "o200k"):
+        spec = small_file()
+        spec["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"Regex": name}
+        text = json.dumps(spec)
+        assert tokenizers.Tokenizer.from_str(text).encode("hello  world").ids
+        with pytest.raises(UnsupportedPatternError, match=f"unsupported pre-tokenizer pattern '{name}', a regex matching that text"):
+            Tokenizer.from_str(text)

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from peek2.pretokenize.families import UnsupportedPatternError, find_sequence
+from peek2.pretokenize.families import FAMILIES, UnsupportedPatternError, find_sequence
 from peek2.bpe.engine_tables import MAX_ID
 from peek2.bpe.vocab import merge_bytes, merge_ids, vocab_bytes
 from peek2.formats.byte_level import to_bytes
@@ -440,6 +440,13 @@ def _family(raw: Any, source: str) -> tuple[str, bool]:
     patterns = tuple(
         _split_regex(split, split_path, source, alone=len(steps) == 2) for split, split_path in zip(steps, paths[:-1])
     )
+    if len(patterns) == 1 and patterns[0] in FAMILIES:
+        # find_sequence takes a family's name too, for the API and the CLI; in a file it is a regex
+        # matching that text (a Split of {"Regex": "llama3"} was read as Llama-3's pattern; a bug hunt)
+        raise UnsupportedPatternError(
+            f"{source}: pre_tokenizer Split: unsupported pre-tokenizer pattern {patterns[0]!r}, a regex matching "
+            "that text (a family's name is a pattern only where peek2's API or CLI takes one)"
+        )
     try:
         return find_sequence(patterns).name, False
     except UnsupportedPatternError as error:
