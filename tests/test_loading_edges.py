@@ -151,6 +151,27 @@ REFUSED_EDITS = {
         lambda s: s.update(post_processor={**TEMPLATE, "special_tokens": {"<s>": {"id": "<s>", "ids": [1]}}}),
         "missing field post_processor.special_tokens\\['<s>'\\].tokens",
     ),
+    "an added token's id past u32": (
+        lambda s: s.update(added_tokens=[{"id": 2**32, "content": "<x>", "single_word": False, "lstrip": False, "rstrip": False,
+                                          "normalized": False, "special": True}]),
+        r"added_tokens\[0\].id must be below 2\*\*32",
+    ),
+    "a template's special token with a token not a string": (
+        lambda s: s.update(post_processor={**TEMPLATE, "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": [1]}}}),
+        r"special_tokens\['<s>'\].tokens\[0\] must be a string, not 1",
+    ),
+    "an unused special token with an id past u32": (
+        lambda s: s.update(post_processor={**TEMPLATE, "special_tokens": {**TEMPLATE["special_tokens"], "<u>": {"id": "<u>", "ids": [2**32], "tokens": ["<u>"]}}}),
+        r"special_tokens\['<u>'\].ids\[0\] must be below 2\*\*32",
+    ),
+    "a pair's Sequence neither A nor B": (
+        lambda s: s.update(post_processor={**TEMPLATE, "pair": [{"Sequence": {"id": "x", "type_id": 0}}]}),
+        r"field post_processor.pair\[0\].Sequence.id must be \"A\" or \"B\", not 'x'",
+    ),
+    "a type_id past u32": (
+        lambda s: s.update(post_processor={**TEMPLATE, "single": [{"SpecialToken": {"id": "<s>", "type_id": 2**32}}, {"Sequence": {"id": "A", "type_id": 0}}]}),
+        r"single\[0\].SpecialToken.type_id must be below 2\*\*32",
+    ),
     "merges in both forms": (
         lambda s: s["model"]["merges"].__setitem__(3, " ".join(s["model"]["merges"][3])),
         r"model.merges\[3\] is a str and model.merges\[0\] a list",
@@ -424,3 +445,37 @@ def test_a_split_regex_spelling_a_family_name_is_a_regex() -> None:
         assert tokenizers.Tokenizer.from_str(text).encode("hello  world").ids
         with pytest.raises(UnsupportedPatternError, match=f"unsupported pre-tokenizer pattern '{name}', a regex matching that text"):
             Tokenizer.from_str(text)
+
+
+def test_a_field_given_twice_where_tokenizers_refuses_it() -> None:
+    """json keeps the last of a repeated key, and a model with "type" twice loaded; tokenizers refuses
+    a field it reads given twice in the model's type, an added token and a post-processor, and takes
+    the last elsewhere (a RobertaProcessing with a flag twice it reads as a BertProcessing)."""
+
+    def twice(spec: dict, path: list, key: str) -> str:  # type: ignore[type-arg]
+        spec = json.loads(json.dumps(spec))  # (TEMPLATE and the rest left as they are)
+        parent = spec
+        for step in path[:-1]:
+            parent = parent[step]
+        inner, parent[path[-1]] = parent[path[-1]], "@@"
+        return json.dumps(spec).replace('"@@"', "{" + json.dumps(key) + ": " + json.dumps(inner[key]) + ", " + json.dumps(inner)[1:])
+
+    refused = {
+        "model type": (["model"], "type", None, "field model.type is given twice"),
+        "an added token's id": (["added_tokens", 0], "id", None, r"field added_tokens\[0\].id is given twice"),
+        "a template's pair": (["post_processor"], "pair", TEMPLATE, "field post_processor.pair is given twice"),
+        "a special token's ids": (["post_processor", "special_tokens", "<s>"], "ids", TEMPLATE, r"special_tokens\['<s>'\].ids is given twice"),
+        "a ByteLevel's type": (["post_processor"], "type", BYTE_LEVEL_POST, "field post_processor.type is given twice"),
+    }
+    added = [{"id": 263, "content": "<x>", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}]
+    for name, (path, key, post_processor, message) in refused.items():
+        text = twice({**small_file(), "added_tokens": added, "post_processor": post_processor}, path, key)
+        with pytest.raises(Exception):  # noqa: B017 (tokenizers raises a bare Exception)
+            tokenizers.Tokenizer.from_str(text)
+        with pytest.raises(TokenizerFormatError, match=message):
+            Tokenizer.from_str(text)
+    for path, key, post_processor in [(["model"], "ignore_merges", None), (["decoder"], "type", None), (["post_processor"], "trim_offsets", ROBERTA)]:
+        text = twice({**small_file(), "post_processor": post_processor}, path, key)
+        expected = tokenizers.Tokenizer.from_str(text).encode(" hello  world ")
+        encoding = Tokenizer.from_str(text).encode_with_offsets(" hello  world ")
+        assert (encoding.ids, encoding.offsets) == (expected.ids, expected.offsets), key

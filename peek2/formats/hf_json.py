@@ -19,7 +19,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from peek2.pretokenize.families import FAMILIES, UnsupportedPatternError, find_sequence
@@ -51,21 +51,53 @@ def load_file(path: str | os.PathLike[str]) -> TokenizerSpec:
 
 def load_str(text: str, source: str = "<string>") -> TokenizerSpec:
     """Parse tokenizer.json content; ``source`` names it in error messages."""
-    return parse(read_json(text, source), source)
+    return parse(read_json(text, source, _object), source)
 
 
-def read_json(text: str, source: str) -> Any:
+def read_json(text: str, source: str, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """The value of a JSON text; TokenizerFormatError naming ``source`` where it is not JSON that
     Python reads (a RecursionError from deep nesting and the ValueError of a number of thousands
     of digits escaped the loaders bare, naming no file; a bug hunt)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as error:
         raise TokenizerFormatError(f"{source}: not valid JSON (truncated?): {error}") from None
     except RecursionError:
         raise TokenizerFormatError(f"{source}: not valid JSON: arrays or objects nested too deeply to read") from None
     except ValueError:  # (int() of a literal past sys.get_int_max_str_digits(); tokenizers refuses it too)
         raise TokenizerFormatError(f"{source}: not valid JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
+
+
+class _Repeating(dict):  # type: ignore[type-arg]
+    """A JSON object naming a key more than once (``repeated``), with the last value of each, as
+    ``json`` keeps it."""
+
+    repeated: frozenset[str] = frozenset()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, marked where a key repeats: tokenizers refuses a field it reads given twice
+    (a model with "type" twice loaded here; a bug hunt), and takes the last of the others.
+
+    (The pairs cost a first load about 40 ms of Llama-3.2's 0.8 s, where json builds its dicts
+    itself; a cached load does not read the JSON.)"""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for key, _ in pairs:
+        (repeated if key in seen else seen).add(key)
+    repeating = _Repeating(obj)
+    repeating.repeated = frozenset(repeated)
+    return repeating
+
+
+def _once(obj: Any, keys: tuple[str, ...], path: str, source: str) -> None:
+    """Refuse an object naming one of ``keys`` (fields tokenizers reads in it) twice."""
+    for key in getattr(obj, "repeated", ()):
+        if key in keys:
+            raise TokenizerFormatError(f"{source}: field {_at(path, key)} is given twice (tokenizers refuses a duplicate field)")
 
 
 def _field(obj: Any, key: str, path: str, source: str, kind: type | tuple[type, ...]) -> Any:
@@ -122,6 +154,8 @@ def _byte_level_fields(obj: dict[str, Any], path: str, source: str) -> None:
 def _token_id(value: Any, where: str, source: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TokenizerFormatError(f"{source}: {where} must be a non-negative integer id, not {value!r}")
+    if value >= 1 << 32:  # (an added token's id, which tokenizers renumbers, loaded here at 2**32; a bug hunt)
+        raise TokenizerFormatError(f"{source}: {where} must be below 2**32 (tokenizers reads a u32), not {value}")
     return value
 
 
@@ -143,6 +177,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         )
     model = _field(data, "model", "", source, dict)
     _nesting(data, model, source)
+    _once(model, ("type",), "model", source)  # (its other fields tokenizers reads with the last of each)
     # (where tokenizers refuses a file, so does peek2, even where it could read it: a file
     # loads in both or in neither; a bug hunt found peek2 laxer on these)
     unknown = [key for key in data if key not in TOP_LEVEL_FIELDS]
@@ -300,12 +335,16 @@ def _version(data: dict[str, Any], source: str) -> None:
         raise TokenizerFormatError(f"{source}: field version must be \"1.0\", not {data['version']!r}: an unknown tokenizer.json version")
 
 
+ADDED_TOKEN_FIELDS = ("id", "content", "special", "normalized", "lstrip", "rstrip", "single_word")
+
+
 def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
     if not isinstance(raw, list):
         raise TokenizerFormatError(f"{source}: added_tokens must be a list, not {type(raw).__name__}")
     tokens = []
     for k, item in enumerate(raw):
         path = f"added_tokens[{k}]"
+        _once(item, ADDED_TOKEN_FIELDS, path, source)
         token_id = _token_id(_field(item, "id", path, source, int), f"{path}.id", source)
         content = _field(item, "content", path, source, str)
         # Every flag is required, as tokenizers requires it: a file it refuses is not read here
@@ -482,14 +521,17 @@ def _post_kind(raw: Any) -> Any:
     (``single``, ``pair`` and ``special_tokens``) and Sequence (by ``type``), and takes the first
     that reads, whatever ``type`` says or whether it is there: a "RobertaProcessing" without
     ``trim_offsets`` is a BertProcessing, which trims nothing (peek2 trimmed: other offsets; a
-    template without ``type`` loads). Where none has its shape, ``type`` (perhaps None) names
-    what to check, so that the error names the missing field."""
+    template without ``type`` loads; a field it reads given twice fails a shape: a RobertaProcessing
+    with ``trim_offsets`` twice is a BertProcessing). Where none has its shape, ``type`` (perhaps
+    None) names what to check, so that the error names the missing field."""
     if not isinstance(raw, dict):
         return None
-    if _named_pair(raw.get("sep")) and _named_pair(raw.get("cls")):
-        if isinstance(raw.get("trim_offsets"), bool) and isinstance(raw.get("add_prefix_space"), bool):
+    repeated: frozenset[str] = getattr(raw, "repeated", frozenset())
+    if _named_pair(raw.get("sep")) and _named_pair(raw.get("cls")) and not repeated & {"sep", "cls"}:
+        flags = ("trim_offsets", "add_prefix_space")
+        if all(isinstance(raw.get(key), bool) for key in flags) and not repeated & set(flags):
             return "RobertaProcessing"
-        return "BertProcessing"
+        return "BertProcessing"  # (a flag given twice too: tokenizers tries Roberta's shape, then Bert's)
     kind = raw.get("type")
     if kind == "ByteLevel" and isinstance(raw.get("add_prefix_space"), bool) and isinstance(raw.get("trim_offsets"), bool):
         return kind
@@ -510,12 +552,23 @@ def _named_pair(value: Any) -> bool:
     )
 
 
+# The fields tokenizers reads in each post-processor (a template's type, and a Roberta's, it does not)
+POST_PROCESSOR_FIELDS = {
+    "ByteLevel": ("type", "add_prefix_space", "trim_offsets", "use_regex"),
+    "Sequence": ("type", "processors"),
+    "RobertaProcessing": ("sep", "cls", "trim_offsets", "add_prefix_space"),
+    "BertProcessing": ("sep", "cls"),
+    "TemplateProcessing": ("single", "pair", "special_tokens"),
+}
+
+
 def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[int]]:
     if raw is None:
         return [], []
     kind = _post_kind(raw)
     if kind is None:
         kind = _field(raw, "type", path, source, str)
+    _once(raw, POST_PROCESSOR_FIELDS.get(kind, ()), path, source)
     if kind == "ByteLevel":
         _byte_level_fields(raw, path, source)
         return [], []  # adds no ids; its offset trimming: _trim_offsets
@@ -545,10 +598,15 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
         raise NotImplementedError(f"{source}: {path} {kind!r} is not supported")
     special = _field(raw, "special_tokens", path, source, dict)
     for name, entry in special.items():
+        # (every entry as tokenizers reads it, used or not: tokens of other types, ids past u32 loaded here; a bug hunt)
         entry_path = f"{path}.special_tokens[{name!r}]"
+        _once(entry, ("id", "ids", "tokens"), entry_path, source)
         _field(entry, "id", entry_path, source, str)
-        _field(entry, "ids", entry_path, source, list)
-        _field(entry, "tokens", entry_path, source, list)
+        for j, token_id in enumerate(_field(entry, "ids", entry_path, source, list)):
+            _token_id(token_id, f"{entry_path}.ids[{j}]", source)
+        for j, token in enumerate(_field(entry, "tokens", entry_path, source, list)):
+            if not isinstance(token, str):
+                raise TokenizerFormatError(f"{source}: {entry_path}.tokens[{j}] must be a string, not {token!r}")
     for k, item in enumerate(_field(raw, "pair", path, source, list)):  # (not used: checked as tokenizers does)
         _template_piece(item, f"{path}.pair[{k}]", source)
     prefix, suffix = [], []
@@ -583,7 +641,11 @@ def _template_piece(item: Any, where: str, source: str) -> None:
     if not isinstance(item, dict) or len(item) != 1 or not ({"Sequence", "SpecialToken"} & item.keys()):
         raise TokenizerFormatError(f"{source}: {where} must be an object with one field, Sequence or SpecialToken: {item!r}")
     kind = next(iter(item))
-    _field(item[kind], "id", f"{where}.{kind}", source, str)
+    _once(item, (kind,), where, source)
+    _once(item[kind], ("id", "type_id"), f"{where}.{kind}", source)
+    name = _field(item[kind], "id", f"{where}.{kind}", source, str)
+    if kind == "Sequence" and name not in ("A", "B"):  # (a pair's "x" loaded here; a bug hunt)
+        raise TokenizerFormatError(f"{source}: field {where}.Sequence.id must be \"A\" or \"B\", not {name!r}")
     _token_id(_field(item[kind], "type_id", f"{where}.{kind}", source, int), f"{where}.{kind}.type_id", source)
 
 
