@@ -333,16 +333,7 @@ class Tokenizer:
         from peek2.pretokenize.families import find_tiktoken_family
 
         family = find_tiktoken_family(pattern).name
-        if special_tokens is not None and not isinstance(special_tokens, Mapping):
-            raise TypeError(f"special_tokens must be a dict of str to int, not {type(special_tokens).__name__}")
-        specials = dict(special_tokens or {})
-        for content, token_id in specials.items():
-            if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
-                raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
-            if not content:  # (it was loaded and never matched; tiktoken hangs on it)
-                raise ValueError(f"special_tokens: an empty name (id {token_id})")
-            if token_id < 0:
-                raise ValueError(f"special_tokens: the id of {content!r} must not be negative, not {token_id}")
+        specials = _special_tokens(special_tokens) or {}
         from peek2.formats import load_cache
 
         def build() -> TokenizerSpec:
@@ -390,11 +381,13 @@ class Tokenizer:
         for path in (encoder_json, vocab_bpe):
             if not isinstance(path, (str, os.PathLike)):
                 raise TypeError(f"paths must be str or os.PathLike, not {type(path).__name__}")
+        # (a list was a bare AttributeError, and a negative id said it was another token's; a bug hunt)
+        checked = _special_tokens(special_tokens)
         from peek2.formats import load_cache
 
-        options = f"gpt2 {list(special_tokens.items()) if special_tokens is not None else None!r}"
-        loaded = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, special_tokens))
-        specials = tuple(special_tokens.items()) if special_tokens is not None else None
+        options = f"gpt2 {list(checked.items()) if checked is not None else None!r}"
+        loaded = load_cache.load([encoder_json, vocab_bpe], options, lambda: load_files(encoder_json, vocab_bpe, checked))
+        specials = tuple(checked.items()) if checked is not None else None
         source = ("gpt2", os.path.abspath(encoder_json), os.path.abspath(vocab_bpe), specials)
         return cls(loaded.spec, cache_size=cache_size, _source=source, _loaded=loaded)
 
@@ -960,6 +953,23 @@ class Tokenizer:
 _TRIMMED = "\u0120" + "".join(sorted(WHITESPACE))
 """What ``trim_offsets`` trims off an added token's content: the byte-level space ``Ġ`` and what Rust's
 ``char::is_whitespace`` calls whitespace."""
+
+
+def _special_tokens(special_tokens: object) -> dict[str, int] | None:
+    """A loader's ``special_tokens`` argument (content -> id) as a dict, checked; None stays None."""
+    if special_tokens is None:
+        return None
+    if not isinstance(special_tokens, Mapping):
+        raise TypeError(f"special_tokens must be a dict of str to int, not {type(special_tokens).__name__}")
+    specials = dict(special_tokens)
+    for content, token_id in specials.items():
+        if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
+        if not content:  # (it was loaded and never matched; tiktoken hangs on it)
+            raise ValueError(f"special_tokens: an empty name (id {token_id})")
+        if token_id < 0:
+            raise ValueError(f"special_tokens: the id of {content!r} must not be negative, not {token_id}")
+    return specials
 
 
 def _rebuild(source: tuple, cache_size: int, digest: str = "") -> Tokenizer:  # type: ignore[type-arg]

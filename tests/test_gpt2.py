@@ -317,3 +317,18 @@ def test_roberta_processing_as_tokenizers(data_dir: Path, tmp_path: Path, trim_o
     path.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(peek2.TokenizerFormatError, match=r"post_processor\.cls must be a \[token, id\] pair"):
         peek2.Tokenizer.from_file(path)
+
+
+def test_special_tokens_checked_as_from_tiktoken_checks_them(data_dir: Path) -> None:
+    """from_gpt2_files took special_tokens unchecked: a list was a bare AttributeError and a negative
+    id said it was the id of <|endoftext|> (Python's index from the end)."""
+    folder = data_dir / "tokenizers" / "gpt2"
+    ranks = data_dir / "tokenizers" / "llama3.2" / "tokenizer.model"
+    for special_tokens, error, message in [
+        ([("<|x|>", 50257)], TypeError, "special_tokens must be a dict of str to int, not list"),
+        ({"<|x|>": -1}, ValueError, "the id of '<|x|>' must not be negative, not -1"),
+    ]:
+        with pytest.raises(error, match=message):
+            peek2.Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe", special_tokens=special_tokens)  # type: ignore[arg-type]
+        with pytest.raises(error, match=message):
+            peek2.Tokenizer.from_tiktoken(ranks, special_tokens=special_tokens)  # type: ignore[arg-type]
