@@ -109,7 +109,9 @@ class TokenizerSpec:
     are what the post-processor adds around a single sequence when ``add_special_tokens`` is true.
     ``trim_offsets`` is a ``ByteLevel`` post-processor's ``(trim_offsets, add_prefix_space)``: whether
     the offsets of a token leave out its leading and trailing spaces, and whether a first token's
-    one leading space is kept (``Tokenizer.encode_with_offsets``). ``prefix_space`` is a ``ByteLevel``
+    one leading space is kept (``Tokenizer.encode_with_offsets``); ``trim_again``, each later step of a
+    post-processor ``Sequence`` that trims them again, from the spans the one before left, as
+    ``(add_prefix_space, whether a RobertaProcessing before it put its cls token first)``. ``prefix_space`` is a ``ByteLevel``
     pre-tokenizer's ``add_prefix_space``: a space goes before each text segment (the normalized
     text between two added tokens) that does not start with one, where it spans the segment's
     first character. ``added_as_utf8``: an added token's bytes are its text's UTF-8, as tiktoken
@@ -130,6 +132,7 @@ class TokenizerSpec:
     fuse_unk: bool = False
     source: str = ""
     trim_offsets: tuple[bool, bool] = (False, False)
+    trim_again: tuple[tuple[bool, bool], ...] = ()
     prefix_space: bool = False
     added_as_utf8: bool = False
 

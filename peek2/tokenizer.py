@@ -498,8 +498,11 @@ class Tokenizer:
         the text (``ids[first:]``): a token's span leaves out its leading and trailing spaces (``Ġ``
         in the vocabulary's alphabet, and whitespace in the text an added token matched, which
         holds what its lstrip or rstrip took in), except the one leading space of a first token
-        when the processor has ``add_prefix_space``."""
-        keep_prefix_space = self.spec.trim_offsets[1]
+        when the processor has ``add_prefix_space``. Each step of ``trim_again`` trims again, by the
+        token's spaces from the span the step before left, as tokenizers' steps do: a first token is
+        the encoding's first (the text's, or cls where a RobertaProcessing came before the step) or
+        one starting at 0."""
+        steps = ((self.spec.trim_offsets[1], False), *self.spec.trim_again)
         added = {token.id for token in self._added}
         for k in range(first, len(ids)):
             if ids[k] in added:
@@ -513,12 +516,12 @@ class Tokenizer:
             if leading == 0 and trailing == 0:
                 continue
             start, end = offsets[k]
-            if leading > 0:
-                if (k == first or start == 0) and keep_prefix_space and leading == 1:
-                    leading = 0
-                start = min(start + leading, end)
-            if trailing > 0 and end >= trailing:
-                end = max(end - trailing, start)
+            for keep_prefix_space, after_cls in steps:
+                if leading > 0:
+                    is_first = k == (0 if after_cls else first) or start == 0
+                    start = min(start + (0 if is_first and keep_prefix_space and leading == 1 else leading), end)
+                if trailing > 0 and end >= trailing:
+                    end = max(end - trailing, start)
             offsets[k] = (start, end)
 
     def _segment_offsets(

@@ -479,3 +479,23 @@ def test_a_field_given_twice_where_tokenizers_refuses_it() -> None:
         expected = tokenizers.Tokenizer.from_str(text).encode(" hello  world ")
         encoding = Tokenizer.from_str(text).encode_with_offsets(" hello  world ")
         assert (encoding.ids, encoding.offsets) == (expected.ids, expected.offsets), key
+
+
+def test_each_trimming_step_of_a_sequence_trims(data_dir: Path) -> None:
+    """tokenizers trims offsets once per ByteLevel or RobertaProcessing step of a post-processor
+    Sequence, each from the spans the step before left (a first token kept apart by each step's
+    add_prefix_space, cls first after a RobertaProcessing); peek2 applied the first step alone."""
+    spec = json.loads((data_dir / "tokenizers" / "qwen2" / "tokenizer.json").read_text(encoding="utf-8"))
+    roberta = {**ROBERTA, "sep": ["<|im_end|>", 151645], "cls": ["<|im_start|>", 151644], "add_prefix_space": False}
+    texts = ["Около 10:15 началникът", "  hello  world  ", " x ", "\n\n x \n", "  <|endoftext|>  y ", "", " "]
+    for processors in [
+        [{**BYTE_LEVEL_POST, "trim_offsets": True}, {**BYTE_LEVEL_POST, "trim_offsets": True, "add_prefix_space": False}],
+        [roberta, {**BYTE_LEVEL_POST, "trim_offsets": True}],
+        [{**BYTE_LEVEL_POST, "trim_offsets": True, "add_prefix_space": False}, TEMPLATE, {**BYTE_LEVEL_POST, "trim_offsets": True}],
+    ]:
+        text = json.dumps({**spec, "post_processor": {"type": "Sequence", "processors": processors}})
+        tok, reference = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+        for sample in texts:
+            for add in (True, False):
+                expected, got = reference.encode(sample, add_special_tokens=add), tok.encode_with_offsets(sample, add)
+                assert (got.ids, got.offsets) == (expected.ids, expected.offsets), (processors, add, sample)

@@ -225,7 +225,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         raw_vocab = {token: token_id for token, token_id in raw_vocab.items() if token not in contents or to_bytes(token) is not None}
     merges = _merges(_field(model, "merges", "model", source, list), raw_vocab, vocab, source)
     prefix_ids, suffix_ids = _post_processor(data.get("post_processor"), "post_processor", source)
-    trim_offsets = _trim_offsets(data.get("post_processor"))
+    trim_steps = _trim_steps(data.get("post_processor"))
     _decoder(data.get("decoder"), source)
     return TokenizerSpec(
         family=family,
@@ -240,7 +240,8 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         unk_token=_optional_str(model, "unk_token", "model", source),
         fuse_unk=_flag(model, "fuse_unk", "model", source, False),
         source=source,
-        trim_offsets=trim_offsets,
+        trim_offsets=(True, trim_steps[0][0]) if trim_steps else (False, False),
+        trim_again=tuple(trim_steps[1:]),
         prefix_space=prefix_space,
     )
 
@@ -571,7 +572,7 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     _once(raw, POST_PROCESSOR_FIELDS.get(kind, ()), path, source)
     if kind == "ByteLevel":
         _byte_level_fields(raw, path, source)
-        return [], []  # adds no ids; its offset trimming: _trim_offsets
+        return [], []  # adds no ids; its offset trimming: _trim_steps
     if kind == "Sequence":
         prefix: list[int] = []
         suffix: list[int] = []
@@ -588,7 +589,7 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
             more_prefix, more_suffix = _post_processor(_step(step, f"{path}.processors[{k}]", source), f"{path}.processors[{k}]", source)
             prefix, suffix = prefix + more_prefix, more_suffix + suffix
         return prefix, suffix
-    if kind in ("RobertaProcessing", "BertProcessing"):  # <s> text </s> ([CLS] text [SEP]); Roberta's offset trimming: _trim_offsets
+    if kind in ("RobertaProcessing", "BertProcessing"):  # <s> text </s> ([CLS] text [SEP]); Roberta's offset trimming: _trim_steps
         if kind == "RobertaProcessing":  # (a BertProcessing's flags, of any value, are not read: a bug hunt)
             _flag(raw, "trim_offsets", path, source, True)
             _flag(raw, "add_prefix_space", path, source, True)
@@ -666,18 +667,28 @@ def _named_id(raw: dict[str, Any], key: str, path: str, source: str) -> int:
     return _token_id(pair[1], f"{_at(path, key)}[1]", source)
 
 
-def _trim_offsets(raw: Any) -> tuple[bool, bool]:
-    """A ``ByteLevel`` or ``RobertaProcessing`` post-processor's ``(trim_offsets, add_prefix_space)``
-    (checked by _post_processor); both trim the text's tokens, special tokens added or not."""
-    kind = _post_kind(raw)
-    if kind == "Sequence":
-        for step in raw.get("processors", []):
-            if _trim_offsets(step)[0]:
-                return _trim_offsets(step)
-        return False, False
-    if kind in ("ByteLevel", "RobertaProcessing") and raw.get("trim_offsets", True):
-        return True, bool(raw.get("add_prefix_space", True))
-    return False, False
+def _trim_steps(raw: Any) -> list[tuple[bool, bool]]:
+    """Each step of the post-processor that trims offsets, a ``ByteLevel`` or ``RobertaProcessing``
+    with ``trim_offsets`` (checked by _post_processor), in order, as ``(add_prefix_space, whether
+    a RobertaProcessing or BertProcessing before it put the cls token first)``: each trims the
+    text's tokens, special tokens added or not. tokenizers trims once per step (two in a Sequence
+    were applied here as one; a bug hunt). A template hands the next step its text as an encoding
+    of its own, whose first token is the text's; Roberta and Bert put cls before it in one."""
+    steps: list[tuple[bool, bool]] = []
+    after_cls = False
+    for step in _flat_steps(raw):
+        kind = _post_kind(step)
+        if kind in ("ByteLevel", "RobertaProcessing") and step.get("trim_offsets", True):
+            steps.append((bool(step.get("add_prefix_space", True)), after_cls))  # (Roberta trims before it adds)
+        after_cls = after_cls or kind in ("RobertaProcessing", "BertProcessing")
+    return steps
+
+
+def _flat_steps(raw: Any) -> list[Any]:
+    """A post-processor's steps in the order tokenizers applies them, Sequences opened."""
+    if _post_kind(raw) != "Sequence":
+        return [raw]
+    return [inner for step in raw.get("processors", []) for inner in _flat_steps(step)]
 
 
 def _decoder(raw: Any, source: str) -> None:
