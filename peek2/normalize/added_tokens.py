@@ -118,7 +118,9 @@ class AddedTokenMatcher:
         of each of ``spans``: a segment may repeat the end of the one before, see there)."""
         return [(text[start:stop], token_id) for start, stop, token_id in self.spans(text, split_special_tokens)]
 
-    def spans(self, text: str, split_special_tokens: bool) -> list[tuple[int, int, int]]:
+    def spans(
+        self, text: str, split_special_tokens: bool, matches: list[tuple[int, int, int, bool]] | None = None, absorbed: int = -1
+    ) -> list[tuple[int, int, int]]:
         r"""``text`` cut into text segments (id -1) and added tokens (their id), as ``(start, stop, id)``.
 
         The spans go in order and cover the text. They do not overlap, except after a token that
@@ -131,14 +133,31 @@ class AddedTokenMatcher:
         ``"\n b"`` from 5). An ``lstrip`` token never starts before the end of the one before, and
         one that the whitespace before took whole (``" "`` lstrip and rstrip in ``"  "``) is no
         token at all: the reference leaves it an empty split, which it drops.
+
+        For a stream (``peek2.serving.stream_engine``), which must not cut the text inside any
+        match: ``matches`` receives every match found, in order, as ``(found, end, stop, rstrip)``:
+        where its content starts and ends in ``text`` (an ``lstrip`` token's span may start later,
+        at the end of the token before), where the text after it starts (``done``; -1 if the
+        match was discarded: ``single_word``, or a special token with ``split_special_tokens``; a
+        discarded match still uses up its text, so no match starts inside it), and whether that
+        is the end of the whitespace run after it (an ``rstrip`` token: more whitespace at the end
+        of ``text`` would go to it). ``absorbed`` (not -1):
+        ``text`` starts inside the whitespace that an ``rstrip`` token before it is taking (a
+        stream cut there), and ``text[:absorbed]`` is known to be whitespace: the scan goes on as
+        after that token, whose whitespace run ends at the first other character.
         """
-        if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):
-            return [(0, len(text), -1)] if text else []
-        out: list[tuple[int, int, int]] = []
-        done = 0  # where the previous token stopped (the reference's start_offset)
-        at = 0  # where the search for the next match goes on: the end of the last match
         n = len(text)
+        done = 0  # where the previous token stopped (the reference's start_offset)
         run_from = run_to = -1  # the last whitespace run walked by rstrip: text[run_from:run_to]
+        if absorbed >= 0:
+            done = absorbed
+            while done < n and text[done] in WHITESPACE:
+                done += 1
+            run_from, run_to = 0, done
+        if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):
+            return [(done, n, -1)] if done < n else []
+        out: list[tuple[int, int, int]] = []
+        at = 0  # where the search for the next match goes on: the end of the last match
         upcoming = _Occurrences(text, self.needles)
         while at < n:
             hit = self._find(text, at, upcoming, done if self.normalized_in_gaps else 0)
@@ -148,11 +167,11 @@ class AddedTokenMatcher:
             start = found
             stop = start + len(content)
             at = stop  # matches never overlap, even a discarded one (as the reference iterates)
-            if split_special_tokens and token.special:
-                continue
-            if token.single_word and (
+            if (split_special_tokens and token.special) or (token.single_word and (
                 (start > 0 and is_word_char(text[start - 1])) or (stop < n and is_word_char(text[stop]))
-            ):
+            )):
+                if matches is not None:
+                    matches.append((start, stop, -1, False))
                 continue
             if token.lstrip:
                 if start < done:
@@ -178,6 +197,8 @@ class AddedTokenMatcher:
                 out.append((done, start, -1))
             if start < stop:  # (an lstrip token that the whitespace before took whole is empty: dropped, as the reference drops empty splits)
                 out.append((start, stop, token.id))
+            if matches is not None:
+                matches.append((found, found + len(content), stop, token.rstrip))
             done = stop
         if done < n:
             out.append((done, n, -1))

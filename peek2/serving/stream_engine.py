@@ -61,6 +61,11 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   the same run fed one mark at a time, 320K marks, 3.3 -> 0.66 s (80K: 0.16 s; tokenizers' one
   encode of the 320K: 0.29 s). A token that crosses two classes is looked for in one bytes object
   of all tokens (memmem), not token by token (about 50 ms a pair before).
+- Whitespace after an ``rstrip`` token was held with the token, and with any ``lstrip`` token in the
+  file whitespace at the end was walked back from its end at every feed: ``"<x>"`` + 20,000 spaces
+  fed a character at a time took about 10 s (4x per doubling). The token is now sent and the rest
+  matched ``absorbed`` (see _raw_limit), and the walk is remembered (``ws_memo``, kept in the
+  snapshot): 0.05-0.06 s for 20,000 (interpreted; 0.02 s without such a token).
 - ``finish`` of a pending text whose last piece is long and of several categories (``_finish_piece``:
   o200k's letters and marks in turn, Thai without spaces, DeepSeek-V3's Latin of two kinds): a
   prompt session appending 100 characters at a time, 100K characters, CPU time, a busy machine:
@@ -107,10 +112,10 @@ RESCAN_MIN: Final = 1024
 
 _NO_MEMO: Final = (-1, -1, -1)
 
-StreamState = tuple[str, str, bool, int, bool, int, int, bool, tuple[int, int, int], int]
+StreamState = tuple[str, str, bool, int, bool, int, int, bool, tuple[int, int, int], int, int, tuple[int, int]]
 """What ``snapshot`` keeps: raw, text, started, rescan_at, cont, interior_at, run_kind, need_space,
-the NFC walk's memo over that raw text, and the head of a piece kept for the scanner (a session restores after every append: walking a held
-run back from its end again each time was quadratic)."""
+the NFC walk's memo over that raw text, the head of a piece kept for the scanner (a session restores after every append: walking a held
+run back from its end again each time was quadratic), ``absorbed``, and the lstrip walk's memo (``ws_memo``, kept for the same reason)."""
 
 INTERIOR_MIN_TOKENS: Final = 16
 """A piece longer than this many of the longest token's bytes (in characters) is searched for a
@@ -367,6 +372,16 @@ class StreamEngine:
         self.tail = b""  # the start of a UTF-8 sequence the next bytes complete
         self.raw = ""  # raw text whose segmentation or normalization may still change
         self.searched: i64 = 0  # raw[:searched] holds no needle of an added token (searched again only past it)
+        # -1, or: raw starts inside the whitespace run an rstrip token already sent is taking, and
+        # raw[:absorbed] is known to be whitespace (see _raw_limit; walked forward only past it).
+        self.absorbed: i64 = -1
+        # raw[ws_memo[0]:ws_memo[1]] is whitespace, after a character that is not (or the start):
+        # the last walk back over whitespace for lstrip, not walked again (see _raw_limit).
+        self.ws_memo: tuple[i64, i64] = (0, 0)
+        # Set by _raw_limit: the cut is inside the whitespace of the rstrip token(s) the raw text
+        # ends with, which are sent, the rest of their whitespace staying absorbed.
+        self.cut_run = False
+        self.matches: list[tuple[int, int, int, bool]] = []  # every match of the last spans (see AddedTokenMatcher.spans)
         self.text = ""  # normalized text of the open segment, from a piece boundary, not encoded
         self.started = False
         self.finished = False
@@ -442,7 +457,7 @@ class StreamEngine:
                 self._start(ids)
             if not text:
                 return ids
-            if self.plain and not self.raw and not self._may_start_token(text):
+            if self.plain and not self.raw and self.absorbed < 0 and not self._may_start_token(text):
                 # The usual chunk: all of it is final at the raw level (what _advance would
                 # conclude, for a third of its cost).
                 pending = self.text
@@ -512,13 +527,15 @@ class StreamEngine:
         if self.fed_bytes:
             raise ValueError("a checkpoint of an encoder fed bytes is not supported")
         return (
-            self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head
+            self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head,
+            self.absorbed, self.ws_memo,
         )
 
     def restore(self, state: StreamState) -> None:
         """Back to the state of ``snapshot`` (also after ``finish``: a prompt session finishes a copy of its text)."""
         (
-            self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head
+            self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head,
+            self.absorbed, self.ws_memo,
         ) = state
         self.searched = 0
         self.finished = False
@@ -533,11 +550,19 @@ class StreamEngine:
         matcher = self.plan.matcher
         # A held NFC run grows by one character a feed at worst: searching all of it for added
         # tokens each time was quadratic (320K marks fed one by one: 3.3 s).
+        absorbed = self.absorbed
+        if absorbed >= 0:  # (the run's end: walked only past what earlier feeds walked)
+            while absorbed < len(raw) and raw[absorbed] in WHITESPACE:
+                absorbed += 1
+            self.absorbed = absorbed
+        matches = self.matches
+        matches.clear()
         if matcher.has_needle(raw, self.searched):
             # (Spans, not lengths: after an rstrip token the next span may start inside it.)
-            segments: list[tuple[int, int, int]] = matcher.spans(raw, self.split_special)
+            segments: list[tuple[int, int, int]] = matcher.spans(raw, self.split_special, matches, absorbed)
         else:
-            segments = [(0, len(raw), -1)] if raw else []
+            start: i64 = max(0, absorbed)
+            segments = [(start, len(raw), -1)] if start < len(raw) else []
             self.searched = len(raw)
         limit = len(raw) if final else self._raw_limit(raw, segments)
         normalize = self.tok._normalize
@@ -554,12 +579,15 @@ class StreamEngine:
                     out += ids
                     return out
         if not self.plan.nfc and len(segments) == 1 and segments[0][2] < 0:
+            first = segments[0][0]
             segments = []  # the usual chunk: one text segment and no normalizer, moved below at once
-            text = self.text
-            moved = raw[:limit] if limit < len(raw) else raw
-            self.text = text + (self._opened(moved) if self.need_space else moved)
+            if first < limit:
+                text = self.text
+                moved = raw[first:limit] if first or limit < len(raw) else raw
+                self.text = text + (self._opened(moved) if self.need_space else moved)
+        cut_run = self.cut_run and not final
         for at, end, token_id in segments:
-            if end <= limit:
+            if end <= limit or (cut_run and token_id >= 0):
                 if token_id >= 0:
                     out = self._flush(out, owned)  # the open segment ends at an added token
                     owned = False  # out is now this call's own list: append to it, never copy it again
@@ -571,10 +599,22 @@ class StreamEngine:
                 if token_id < 0 and at < limit:
                     self._append(normalize(raw[at:limit]))
                 break
+        if limit and not final:
+            # Where the text after the cut starts in the reference (its ``done``): past the cut
+            # only in the whitespace an rstrip token took (see _raw_limit).
+            done = max(0, absorbed)
+            run = absorbed >= 0  # (and done the end of a run of whitespace at the end of raw, so far)
+            for found, _, stop, rstrip in matches:
+                if found < limit and stop >= 0:
+                    done = stop
+                    run = rstrip
+            self.absorbed = done - limit if done > limit or (done == limit == len(raw) and run) else -1
         if limit:
             self.raw = raw[limit:]
             self.searched = max(0, self.searched - limit)
             self.nfc_memo = _NO_MEMO  # positions in raw moved
+            ws_from, ws_to = self.ws_memo
+            self.ws_memo = (max(0, ws_from - limit), ws_to - limit) if ws_to > limit else (0, 0)
         else:
             self.raw = raw
         if final:
@@ -1042,10 +1082,31 @@ class StreamEngine:
         return marks.ids(self.text, raw)
 
     def _raw_limit(self, raw: str, segments: list[tuple[int, int, int]]) -> int:
-        """How much of ``raw`` later text cannot change (see peek2.serving.streaming)."""
+        """How much of ``raw`` later text cannot change (see peek2.serving.streaming).
+
+        Never inside a match (``self.matches``), kept or discarded: the match uses up its text in
+        the reference, so the text after a cut inside it would be searched again from there
+        (``"  "`` single_word after "a" in ``"a   "``; ``" <y>"`` starting in the whitespace an
+        rstrip ``"<x>"`` took, in ``"<x> <y> "``: both found by a bug hunt).
+
+        The whitespace an ``rstrip`` token is taking at the end of ``raw`` is not held with the
+        token (each feed searched and walked all of it again: quadratic, a bug hunt): where the
+        token is the last match kept and the limit falls in its whitespace, the token is sent and
+        the rest of ``raw`` goes on ``absorbed`` (``self.cut_run``): ``AddedTokenMatcher.spans``
+        then starts as after that token, its whitespace ending at the first other character. The
+        reference's scan is in the same state there: the last token stopped at the end of that run
+        (``done``), no match starts between its content and the cut (none is kept after it; a
+        discarded one, cut only at its start, searched the same from there), and what follows is
+        matched leftmost from the cut as from the token.
+
+        With an ``lstrip`` token the whitespace before the limit is held (the token may take it):
+        walked back only over what the last walk did not see (``ws_memo``), so a long run fed a
+        character at a time costs its length, not its square.
+        """
         plan = self.plan
         n = len(raw)
         limit = n
+        self.cut_run = False
         if plan.max_len:
             # A suffix that is (the start of) an added token: a longer token, the rest of this one,
             # or the character a single_word/rstrip rule needs may still come.
@@ -1059,30 +1120,61 @@ class StreamEngine:
                         break
                     k = raw.find(first, k + 1, limit)
             if plan.lstrip:  # a token at ``limit`` or later may absorb the whitespace before it
-                while limit > 0 and raw[limit - 1] in WHITESPACE:
-                    limit -= 1
-        if len(segments) == 1 and segments[0][2] < 0 and not plan.nfc and not plan.single_first:
+                ws_from, ws_to = self.ws_memo
+                k = limit
+                while k > 0 and raw[k - 1] in WHITESPACE:
+                    if ws_from < k <= ws_to:
+                        k = ws_from  # walked last time (the character before it is not whitespace)
+                        break
+                    k -= 1
+                if k < limit:
+                    self.ws_memo = (k, limit)
+                limit = k
+        matches = self.matches
+        if len(segments) == 1 and segments[0][2] < 0 and not plan.nfc and not plan.single_first and not matches:
             return limit  # one text segment, nothing else to respect (the usual chunk)
+        # The rstrip token(s) whose whitespace reaches the end: where the last match kept ends, if
+        # it is the last segment (-1: none; see above).
+        run_from = -1
+        if segments and segments[len(segments) - 1][1] == n and segments[len(segments) - 1][2] in plan.rstrip_ids:
+            for k in range(len(matches) - 1, -1, -1):
+                if matches[k][2] >= 0:  # (the last match kept)
+                    if matches[k][2] == n:
+                        run_from = matches[k][1]
+                    break
+        start = limit
         while True:
-            moved = self._segment_limit(raw, segments, limit)
+            moved = self._segment_limit(raw, segments, limit, run_from)
             if plan.single_first:
                 # (at the end too: the next chunk may start with such a token)
                 while 0 < moved and (moved == n or raw[moved] in plan.single_first) and _is_word_char(raw[moved - 1]):
                     moved -= 1
             if moved == limit:
+                if 0 <= run_from <= limit:
+                    # Sent whole there: the rstrip tokens that end at ``n`` (if they start before
+                    # the limit), every other segment ending before it; else held as before.
+                    self.cut_run = all(end <= limit or (token_id >= 0 and end == n and at <= limit) for at, end, token_id in segments)
+                    if not self.cut_run:
+                        run_from = -1
+                        limit = start
+                        continue
                 return limit
             limit = moved
 
-    def _segment_limit(self, raw: str, segments: list[tuple[int, int, int]], limit: int) -> int:
-        """``limit`` moved back out of matched tokens, an rstrip at the end, and NFC runs."""
+    def _segment_limit(self, raw: str, segments: list[tuple[int, int, int]], limit: int, run_from: int) -> int:
+        """``limit`` moved back out of matches, matched tokens, an rstrip at the end (unless in
+        the whitespace after ``run_from``, see _raw_limit), and NFC runs."""
         plan = self.plan
         n = len(raw)
+        for found, match_end, _, _ in self.matches:
+            if found < limit < match_end:
+                limit = found  # never cut inside a match, kept or not (see _raw_limit)
         for at, end, token_id in segments:
             if token_id >= 0:
-                if at < limit < end:
-                    limit = at  # never cut inside a matched token
-                if end == n and token_id in plan.rstrip_ids:
-                    limit = min(limit, at)  # its whitespace absorption may go on
+                if end == n and token_id in plan.rstrip_ids and 0 <= run_from <= limit:
+                    pass  # in the whitespace after the last token kept: sent, the rest absorbed
+                elif at < limit < end or (end == n and token_id in plan.rstrip_ids):
+                    limit = min(limit, at)  # never inside a matched token; its whitespace absorption may go on
             elif plan.nfc and at < limit and (limit < end or limit == n):
                 # Cut only before a character NFC cannot join to what precedes it; at the very end,
                 # keep the last such run pending (a later combining mark or jamo may join it).

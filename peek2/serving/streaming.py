@@ -21,9 +21,12 @@ When is a piece final? The text is held in two buffers:
   still change how it is cut into segments: a suffix that is the start of an added token
   ("<|eot" of "<|eot_id|>"; a whole token at the very end too, since a longer one or a
   ``single_word``/``rstrip`` rule may need the next character), whitespace an ``lstrip`` token
-  could absorb, whitespace an ``rstrip`` token is absorbing, and (NFC normalizers) the last run
+  could absorb, never the inside of a match (a discarded ``single_word`` match uses up its text;
+  a match may start in the whitespace an ``rstrip`` token took), and (NFC normalizers) the last run
   that a following combining mark or Hangul jamo could compose with (a run starts before a
-  character that nothing before it can take: ``stream_engine._nfc_cut_before``);
+  character that nothing before it can take: ``stream_engine._nfc_cut_before``). Whitespace an
+  ``rstrip`` token is absorbing is not held: the token is sent, and the text after it is matched
+  as after that token (``absorbed``: ``StreamEngine._raw_limit``);
 - ``text``: normalized text of the current segment, starting at a piece boundary, not yet
   encoded. A prefix ``text[:c]`` is encoded as soon as ``c`` is a boundary that no later text
   can move. Three rules find one:
