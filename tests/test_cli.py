@@ -129,6 +129,35 @@ def test_interrupt_exits_130_without_traceback(data_dir: Path) -> None:
     assert stderr.strip() == "peek2: interrupted"
 
 
+def test_interrupt_while_the_command_imports_peek2_prints_no_traceback() -> None:
+    """Issue 23: Ctrl-C in the console script's first ~50 ms, while it imported peek2, printed a
+    traceback. The script's module imports no peek2 before it makes the signal end the process.
+    The interrupt is sent from an import hook, at the moment peek2.cli is imported."""
+    import signal
+
+    child = (
+        "import os, signal, sys, time\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'peek2.cli':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "            time.sleep(5)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "sys.argv = ['peek2', '--version']\n"
+        "from peek2_command import main\n"  # what the installed console script runs
+        "assert 'peek2' not in sys.modules\n"
+        "sys.exit(main())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert result.returncode == -signal.SIGINT, (result.returncode, result.stderr)
+    assert result.stderr == "" and result.stdout == ""
+    from importlib import metadata
+
+    (script,) = [entry for entry in metadata.entry_points(group="console_scripts") if entry.name == "peek2"]
+    assert script.value == "peek2_command:main"
+
+
 def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir: Path) -> None:
     """Issue 23 item 12: binary stdin, --tokenizer naming a folder and a full disk printed tracebacks."""
     path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
