@@ -699,3 +699,96 @@ def final_boundary(text: str, stage2: bytes, rules: i64, window: i64) -> i64:
         after = before
         c -= 1
     return 0
+
+
+# Contexts of ``resume_context``: one scalar (two for punctuation, whose branch the second
+# scalar decides) whose piece is in the given loop when the scalar after it comes.
+CONTEXT_LOWER: Final = "a"  # cased: Y+ ([Ll Lm Lo M]); deepseek: its word loop, outside the CJK ranges
+CONTEXT_CASELESS: Final = "\u4e00"  # cased: X* ([Lu Lt Lm Lo M]) after a caseless letter; deepseek: a CJK word
+CONTEXT_PUNCT: Final = "!!"  # every shape: the run of punctuation (and marks, where it takes them)
+CONTEXT_SPACE: Final = " "  # every shape: a whitespace run that holds no CR/LF (GPT-2's: any)
+
+
+def resume_context(text: str, x: i64, stage2: bytes, rules: i64) -> str | None:
+    """A short text ``h`` whose scan, going on into ``text[x:]``, is in the state the scan of
+    ``text`` from 0 is in at ``x``; None when no such ``h`` is known.
+
+    Then for any continuation ``w``, the first piece of ``h + text[x:] + w`` ends ``x - len(h)``
+    characters before that of ``text + w``, if the latter ends after ``x``. A streaming encoder
+    that has sent the ids of ``text[:x]`` keeps ``h`` in front of the rest instead of the whole
+    piece (rule 3 of ``peek2.serving.streaming`` for a piece of several categories, which
+    restarted at ``x`` the scanner may end elsewhere: o200k's ``"aMMMBc"`` read from the first
+    mark ``M`` is one word, from its start two).
+
+    The states are the loops of one branch whose future depends on nothing before ``x`` but the
+    loop itself (each is ``_run_end``'s loop, or the loop of ``_cased_word_end``, whose memory is
+    where its last caseless letter or mark was, here ``x - 1``):
+    - cased words: in ``Y+`` after a lowercase letter, or in ``X*`` just after a caseless letter
+      or a mark (``X*`` gives back up to there when no lowercase letter follows);
+    - DeepSeek-V3's words (letters and marks of either kind of segment);
+    - the run of punctuation of every shape (the CR/LF after it not reached yet);
+    - a whitespace run with no CR/LF before ``x`` (whose backtracking depends only on where the run
+      ends), any whitespace run for GPT-2's pattern.
+    A run of one category (rule 3's usual case) needs none of this. ``text[:x + 1]`` must be in
+    the piece that starts at 0 (the caller checks that the piece goes on past ``x``).
+    """
+    n: i64 = len(text)
+    if x < 2 or x >= n:
+        return None
+    shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
+    c0 = _category(ord(text[0]), stage2)
+    c1 = _category(ord(text[1]), stage2)
+    if shape == SHAPE_DEEPSEEK:
+        kind = c0 & CJK_FLAG
+        if (c1 & CJK_FLAG) != kind or c1 == CAT_NUMBER:
+            return None  # (a segment of one scalar)
+        c0 &= ~CJK_FLAG
+        c1 &= ~CJK_FLAG
+        if c0 == CAT_ASCII_PUNCT and c1 == CAT_ASCII_LETTER:
+            return None  # [ASCII punct][A-Za-z]+: a run of one category
+        if _is_deepseek_word(c0) or (_is_deepseek_word(c1) and (c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_CONTROL)):
+            if _run_end(text, 1, x, stage2, CAT_LETTER | kind, CAT_ASCII_LETTER | kind, CAT_MARK | kind) != x:
+                return None
+            return CONTEXT_CASELESS if kind != 0 else CONTEXT_LOWER
+        if kind != 0:
+            return None
+        if c0 == CAT_OTHER or c0 == CAT_ASCII_PUNCT or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_ASCII_PUNCT)):
+            return CONTEXT_PUNCT if _run_end(text, 1, x, stage2, CAT_OTHER, CAT_ASCII_PUNCT, CAT_OTHER) == x else None
+        return _space_context(text, x, stage2, False)
+    if shape == SHAPE_CASED:
+        if c0 == CAT_LOWER or c0 == CAT_UPPER or c0 == CAT_LETTER:
+            start: i64 = 0
+        elif c0 == CAT_MARK or (_is_cased_word(c1) and (c0 == CAT_OTHER or c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_APOSTROPHE)):
+            start = 1
+        elif c0 == CAT_OTHER or c0 == CAT_APOSTROPHE or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE)):
+            return CONTEXT_PUNCT if _run_end(text, 1, x, stage2, CAT_OTHER, CAT_APOSTROPHE, CAT_MARK) == x else None
+        else:
+            return _space_context(text, x, stage2, False)
+        q = _run_end(text, start, x, stage2, CAT_UPPER, CAT_LETTER, CAT_MARK)  # X*
+        if q == x:
+            last = _category(ord(text[x - 1]), stage2)
+            return CONTEXT_CASELESS if x > start and (last == CAT_LETTER or last == CAT_MARK) else None
+        if _category(ord(text[q]), stage2) != CAT_LOWER:
+            return None
+        return CONTEXT_LOWER if _run_end(text, q + 1, x, stage2, CAT_LOWER, CAT_LETTER, CAT_MARK) == x else None
+    if shape == SHAPE_GPT2:
+        if (rules & RULE_DIGITS) == 1:
+            return None  # (StarCoder2's digits apart: its pieces are GPT-2's between numbers)
+        if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE)):
+            if ord(text[0]) == CP_APOSTROPHE and c1 == CAT_LETTER:
+                return None
+            return CONTEXT_PUNCT if _run_end(text, 1, x, stage2, CAT_OTHER, CAT_APOSTROPHE, CAT_APOSTROPHE) == x else None
+        return _space_context(text, x, stage2, True)
+    branch = DISPATCH[c0 * CAT_STRIDE + c1]
+    if branch == BR_PUNCT:
+        return CONTEXT_PUNCT if _run_end(text, 1, x, stage2, CAT_OTHER, CAT_APOSTROPHE, CAT_APOSTROPHE) == x else None
+    if branch == BR_SPACE:
+        return _space_context(text, x, stage2, False)
+    return None
+
+
+def _space_context(text: str, x: i64, stage2: bytes, newlines: bool) -> str | None:
+    """``resume_context`` of a piece that is a whitespace run up to ``x`` (with ``newlines``, CR/LF
+    are whitespace like any other: GPT-2's pattern), else None."""
+    j = _run_end(text, 0, x + 1, stage2, CAT_SPACE, CAT_WHITESPACE, CAT_NEWLINE if newlines else CAT_SPACE)
+    return CONTEXT_SPACE if j == x + 1 else None

@@ -72,6 +72,11 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   GPT-4o ``"a\\u0301"`` 3.44 -> 0.59 s, DeepSeek-V3 ``"\\u00e9e"`` 4.61 -> 0.42 s (the merge of the
   whole piece at every finish was 60% of the time, in ``_heap_pop``/``_merge_heap``/``MergeTable.get``;
   the scanner over the pending text 2.5%).
+- Rule 3 in a piece of several categories (``_loop_cut``, the rest behind the scanner's
+  ``resume_context``): a prompt session appending GPT-4o's ``"a\\u0301"`` 300 characters at a
+  time, 400K characters, 1.48 s (the scanner reading the piece from its start at every finish:
+  a third of the time; the finish's list of its ids: a sixth) -> 0.18 s; 1.6M in 1K appends
+  0.56 s (tokenizers' one encode: 1.46 s). CPU time, a busy machine.
 - Rule 3 on o200k's runs of "/" and newlines mixed (``SLASH_NEWLINE_RUN``; its probes run at every
   cut): a prompt session appending ``"/\\n"``, ``"\\n/"``, ``"//\\n"``, ``"/\\r\\n"`` or ``"\\n\\n/"`` in 1K
   parts after "!", 80K characters: 0.51-0.72 -> 0.037-0.052 s, CPU time (20K: 0.010-0.011 s;
@@ -90,7 +95,15 @@ from mypy_extensions import i64
 from peek2.bpe.merger import BytePairEncoder
 from peek2.bpe.growing_piece import GrowingPiece, LongPieces
 from peek2.serving.marks_run import MarksRun
-from peek2.pretokenize.scanner import RULE_SLASH_AFTER_PUNCT, category, final_boundary, first_surrogate, piece_end, surrogate_error
+from peek2.pretokenize.scanner import (
+    RULE_SLASH_AFTER_PUNCT,
+    category,
+    final_boundary,
+    first_surrogate,
+    piece_end,
+    resume_context,
+    surrogate_error,
+)
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
 from peek2.normalize.added_tokens import is_word_char as _is_word_char
 
@@ -103,6 +116,7 @@ LOCAL_WINDOW: Final = 64
 # The run_kind of a run of "/", "\r" and "\n" mixed, which o200k's punctuation ends with
 # ([\r\n/]*): not a category (see _interior_cut).
 SLASH_NEWLINE_RUN: Final = -2
+LOOP_RUN: Final = -3  # the run_kind after a cut in a piece of several categories (_loop_cut)
 """Characters searched backwards from the end of the pending text for a local boundary (rule 1)."""
 
 CONTRACTION_CHARS: Final = 3
@@ -743,16 +757,24 @@ class StreamEngine:
     def _interior_cut(self, out: list[int], owned: bool) -> list[int]:
         """Rule 3: send the ids of a prefix of one long growing piece that no continuation changes.
 
-        The pending text must be one piece so far whatever comes next (every probe), ending in a
-        run of one category that the cut falls in (the scanner reads such a run in one loop, so
-        its length does not matter to where pieces end), or with o200k's rule a run of "/" and
-        newlines mixed, and the scanner started at the cut must find the same piece end (every
-        probe). Then ``peek2.bpe.growing_piece`` finds the cut.
+        The pending text must be one piece so far whatever comes next (every probe). Its tail is
+        a run of one category (``_run_cut``), or the scanner is in one of its loops over several
+        (``_loop_cut``). Then ``peek2.bpe.growing_piece`` finds the cut.
         """
+        self.interior_at = 2 * len(self.text)  # unless a cut is found (below)
+        cut_out = self._run_cut(out, owned)
+        if cut_out is None:
+            cut_out = self._loop_cut(out, owned)
+        return out if cut_out is None else cut_out
+
+    def _run_cut(self, out: list[int], owned: bool) -> list[int] | None:
+        """Rule 3 where the pending text ends in a run of one category that the cut falls in (the
+        scanner reads such a run in one loop, so its length does not matter to where pieces end),
+        or with o200k's rule a run of "/" and newlines mixed, and the scanner started at the cut
+        must find the same piece end (every probe). None: no cut."""
         plan = self.plan
         text = self.text
         n = len(text)
-        self.interior_at = 2 * n  # unless a cut is found (below)
         stage2 = plan.stage2
         rules = plan.rules
         kind = category(ord(text[n - 1]), stage2)
@@ -773,7 +795,7 @@ class StreamEngine:
                 start = slash_start
                 kind = SLASH_NEWLINE_RUN
         if n - start < 2:
-            return out
+            return None
         # How far the piece surely goes: its end at the end of the text, and before each probe.
         # (The probes are made with the growing piece's tables: a fresh tokenizer's first try ran
         # with none. No text was found where they change the cut; they are the rule's premise.)
@@ -784,17 +806,17 @@ class StreamEngine:
             for probe in plan.probes:
                 reach = min(reach, piece_end(text + probe, 0, n + 1, stage2, rules))
         if reach < n - 1:
-            return out
+            return None
         data = text[head:reach].encode("utf-8")
         first = len(text[head : start + 1].encode("utf-8"))
         cut_bytes, ids = growing.final_prefix(data, first)
         if cut_bytes == 0:
-            return out
+            return None
         cut = head + len(data[:cut_bytes].decode("utf-8"))
         if mixed and text.find("\n", cut) < 0 and text.find("\r", cut) < 0:
             # Read from the cut, "/" starts [^\s\p{L}\p{N}]+, which would go on into punctuation
             # that follows; the piece's [\r\n/]* would not. After a newline both read [\r\n/]*.
-            return out
+            return None
         kept = text[:head]
         if not verified:
             # The scanner started at the cut must end the piece where it ends from the start. If
@@ -809,19 +831,57 @@ class StreamEngine:
                     found = True
                     break
             if not found:
-                return out
+                return None
+        return self._keep_after_cut(out, owned, ids, kept, cut, kind)
+
+    def _loop_cut(self, out: list[int], owned: bool) -> list[int] | None:
+        """Rule 3 in a piece of several categories (o200k's letters and marks in turn, Thai without
+        spaces, DeepSeek-V3's Latin of two kinds, punctuation and marks, spaces and tabs), where
+        the scanner restarted at the cut may end the piece elsewhere: the rest is kept behind
+        the scanner's ``resume_context`` for the cut, a scalar or two that put the scan in the
+        state it is in there (None: no cut).
+
+        Before this such a piece was held whole until it ended, and a prompt session read it
+        again from its start at every append: quadratic (GPT-4o, ``"a\u0301"`` * 200K appended
+        300 characters at a time, 1.5 s, where tokenizers' one encode of it takes 0.27 s).
+        """
+        plan = self.plan
+        text = self.text
+        n = len(text)
+        head = self.head
+        stage2, rules = plan.stage2, plan.rules
+        growing = plan.growing_piece()
+        reach = min(piece_end(text, 0, n, stage2, rules), n - 1)
+        for probe in plan.probes:
+            reach = min(reach, piece_end(text + probe, 0, n + 1, stage2, rules))
+        if reach < n - 1 or reach - head < 2:
+            return None
+        data = text[head:reach].encode("utf-8")
+        cut_bytes, ids = growing.final_prefix(data, len(text[head : max(head, 2)].encode("utf-8")))
+        if cut_bytes == 0:
+            return None
+        cut = head + len(data[:cut_bytes].decode("utf-8"))
+        context = resume_context(text, cut, stage2, rules)
+        if context is None or not self._same_piece(text, context + text[cut:], cut - len(context)):
+            return None
+        return self._keep_after_cut(out, owned, ids, context, cut, LOOP_RUN)
+
+    def _keep_after_cut(self, out: list[int], owned: bool, ids: list[int], kept: str, cut: i64, kind: i64) -> list[int]:
+        """Send the ids of the pending text before a rule 3 ``cut`` and keep the rest, behind ``kept``
+        (what the scanner reads in front of it) as the piece's head; ``kind``: the run it was cut in."""
         shared = self.engine.shared
         if owned:
             out = out + [shared[token_id] for token_id in ids]
         else:
             for token_id in ids:
                 out.append(shared[token_id])
-        self.text = kept + text[cut:]
+        rest = len(self.text) - cut
+        self.text = kept + self.text[cut:]
         self.head = len(kept)
         self.cont = True
         self.run_kind = kind
-        self.interior_at = plan.interior_min
-        self.rescan_at = max(self.rescan_min, 2 * (n - cut))
+        self.interior_at = self.plan.interior_min
+        self.rescan_at = max(self.rescan_min, 2 * rest)
         return out
 
     def _slash_newline_run(self, text: str, head: i64) -> i64:
@@ -947,10 +1007,11 @@ class StreamEngine:
         """The ids of the whole pending ``text`` at ``finish`` when its last piece is long, of any
         kind, without merging all of that piece again at every call (None: encode as usual).
 
-        The pieces rule 3 cannot cut (o200k's letters and marks in turn, a Thai run without
-        spaces, DeepSeek-V3's Latin letters of two kinds, GPT-2's spaces and tabs) stay pending
-        whole, and a prompt session's finish merged each of them again at every append: 100K
-        characters appended 100 at a time took 3.4-4.6 s (tokenizers' one encode: 0.04 s).
+        The pieces rule 3 cannot cut (see docs/serving.md; before ``_loop_cut``, o200k's letters
+        and marks in turn, a Thai run without spaces, DeepSeek-V3's Latin letters of two kinds,
+        GPT-2's spaces and tabs) stay pending whole, and a prompt session's finish merged each of
+        them again at every append: 100K characters appended 100 at a time took 3.4-4.6 s
+        (tokenizers' one encode: 0.04 s).
         Here rule 3's test (``peek2.bpe.growing_piece``) finds a prefix of the last piece whose
         ids no continuation of the piece changes, and remembers it with the ids before it. Its
         claims are checked on each later text, not assumed: it starts with the text the test

@@ -71,7 +71,9 @@ piece)``). Add at most the longest added token (a partial match), the whitespace
 
 Rule 3 keeps a run of spaces, newlines, ``=``, CJK letters or marks below ``interior_min`` plus
 one chunk, and a whitespace run that keeps adding newlines too (its ``\\s*[\\r\\n]+`` piece grows
-to the last one whatever follows). Two runs are still held whole, because their ids depend on how
+to the last one whatever follows), and a piece of several categories where the scanner is in one
+of its loops (o200k's letters and marks in turn, Thai, DeepSeek-V3's Latin of two kinds, spaces
+and tabs), the rest kept behind the scanner's ``resume_context``. Two runs are still held whole, because their ids depend on how
 they end: whitespace after its last newline (a later newline changes all its pieces), and, with
 NFC, a run of combining marks of several classes (canonical ordering moves later marks in front).
 Such a run grows in place (no quadratic copies), rules 2 and 3 try again only when it doubles, and
