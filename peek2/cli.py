@@ -33,7 +33,8 @@ import re
 import signal
 import sys
 import threading
-from typing import IO, Iterable, Iterator
+import warnings
+from typing import IO, Iterable, Iterator, NoReturn
 
 import peek2
 from peek2.serving.streaming import StreamEncoder
@@ -276,8 +277,17 @@ def _encode(args: argparse.Namespace, out: _Output) -> int:
 _ID_WORDS = re.compile(r"[\[\],]|[^\s\[\],]+")
 
 
+MAX_ID_DIGITS = 20
+"""The longest word read as an id (u64's 20 digits; every vocabulary's ids fit in u32's 10)."""
+
+
 def _id_words(path: str) -> Iterator[str]:
-    """The words of an ids file (integers, and JSON's brackets and commas), read in blocks."""
+    """The words of an ids file (integers, and JSON's brackets and commas), read in blocks.
+
+    A word that goes on into the next block is carried over, at most ``MAX_ID_DIGITS`` + 1
+    characters of it: a block-long word was carried and searched again at every block
+    (quadratic: a 16 MB word took 12.8 s to be refused, a bug hunt).
+    """
     carry = ""
     for text in _read_blocks(path):
         text = carry + text
@@ -286,6 +296,9 @@ def _id_words(path: str) -> Iterator[str]:
             cut -= 1  # a word may go on in the next block
         carry = text[cut:]
         yield from _ID_WORDS.findall(text, 0, cut)
+        if len(carry) > MAX_ID_DIGITS + 1:
+            yield carry  # (refused by _integer, before the rest of the word is read)
+            return
     if carry:
         yield from _ID_WORDS.findall(carry)
 
@@ -326,6 +339,9 @@ _IDS_USAGE = "decode expects ids: integers separated by white space, or a JSON l
 def _integer(word: str) -> int:
     if not re.fullmatch(r"-?[0-9]+", word):
         raise CliError(f"{_IDS_USAGE}: {word[:20]!r} is not an integer")
+    if len(word.lstrip("-")) > MAX_ID_DIGITS:
+        # (int() of more than 4,300 digits raises Python's own message, and the id's number was lost)
+        raise CliError(f"{_IDS_USAGE}: {word[:20]}... ({len(word):,} characters) is no token id")
     return int(word)
 
 
@@ -457,8 +473,32 @@ def _model_options(parser: argparse.ArgumentParser, reads: str) -> None:
     parser.add_argument("file", nargs="?", default="-", help=f"{reads}, or - for standard input (the default)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, as every other error (``peek2: ...``, status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"peek2: {message} (see {self.prog} --help)\n")
+
+
+def _warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: IO[str] | None = None, line: str | None = None) -> None:
+    """A warning (a tokenizer file's oddity that tokenizers accepts too) as one line on stderr."""
+    print(f"peek2: warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    # Ctrl-C from the first moment (the parser being built, the tokenizer loading) is one line and
+    # status 130; the console script (peek2_command.py) covers the imports before this.
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            return _main(argv)
+    except KeyboardInterrupt:
+        print("peek2: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = _Parser(
         prog="peek2",
         description="Fast, bit-exact byte-level BPE tokenizer.",
         epilog="Exit status: 0 success, 1 output cannot be written, 2 bad usage or input, 130 interrupted, "
@@ -509,9 +549,6 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as error:
         print(f"peek2: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("peek2: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as cat does; the interpreter's final
         # flush of stdout must not fail again.

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tokenizers import Tokenizer as Reference
 
 
@@ -156,6 +157,42 @@ def test_interrupt_while_the_command_imports_peek2_prints_no_traceback() -> None
 
     (script,) = [entry for entry in metadata.entry_points(group="console_scripts") if entry.name == "peek2"]
     assert script.value == "peek2_command:main"
+
+
+def test_what_a_bug_hunt_found_in_the_command(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: usage errors printed argparse's usage lines; a warning about a tokenizer file its
+    two lines of Python source; an id of more than 4,300 digits Python's own message and the
+    wrong id number; a word as long as the input was carried from block to block (quadratic: a
+    16 MB word took 12.8 s to be refused); Ctrl-C while the parser was built a traceback."""
+    from peek2 import cli
+
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    for args in (["encode", "--model", "llama3", "--tokenizer", path], [], ["frob"], ["split", "a", "b"]):
+        result = peek2(*args)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1 and result.stderr.startswith("peek2: "), (args, result.stderr)
+    spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    spec["added_tokens"].append(dict(spec["added_tokens"][-1], id=999_999, content="<x>"))
+    edited = tmp_path / "tokenizer.json"
+    edited.write_text(json.dumps(spec), encoding="utf-8")
+    warned = peek2("encode", "--tokenizer", str(edited), stdin="Hi <x>")
+    assert warned.returncode == 0 and warned.stderr.count("\n") == 1, warned.stderr
+    assert warned.stderr.startswith("peek2: warning: ") and "numbered as tokenizers numbers added tokens" in warned.stderr
+    for ids, after in (("1" * 5000, 0), ("5 " + "1" * 5000, 1), ("5 6 -" + "7" * 30, 2)):
+        result = peek2("decode", "--tokenizer", path, stdin=ids)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "is no token id" in result.stderr and f"(after {after} ids)" in result.stderr and len(result.stderr) < 300
+    word = tmp_path / "word.txt"
+    word.write_text("x" * (3 * cli.BLOCK), encoding="utf-8")
+    result = peek2("decode", "--tokenizer", path, str(word))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "is not an integer" in result.stderr
+    assert cli.MAX_ID_DIGITS + 1 < 100  # (the carried part of a word stays that short)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli._Parser, "__init__", interrupted)
+    assert cli.main(["--version"]) == 130
+    assert capsys.readouterr().err == "peek2: interrupted\n"
 
 
 def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir: Path) -> None:

@@ -424,6 +424,23 @@ def test_resumed_before_its_first_checkpoint_a_run_writes_the_same_bytes(tmp_pat
     assert {k[1:]: v for k, v in files_bytes(tmp_path, "k_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
 
 
+def test_resume_with_no_work_folder_starts_the_run(tmp_path: Path, data_dir: Path) -> None:
+    """Killed before it made its work folder (its first 0.1-0.3 s), a run could not be resumed:
+    "nothing to resume", exit 2, where docs/corpus.md says a run stopped before its first
+    checkpoint resumes from the start (a bug hunt, with a retry loop always passing --resume).
+    Now it starts; outputs in the way are refused as for any new run."""
+    path = tmp_path / "c.jsonl"
+    _mixed_corpus(path, 300)
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": "megatron", "workers": 1, "quiet": True}
+    stats = peek2.corpus.tokenize(path, output=tmp_path / "k", resume=True, **options)
+    assert stats.documents == 300
+    peek2.corpus.tokenize(path, output=tmp_path / "ref", **options)
+    assert {k[1:]: v for k, v in files_bytes(tmp_path, "k_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
+    (tmp_path / "k.summary.json").unlink()  # (outputs of an earlier run, whose summary is gone)
+    with pytest.raises(peek2.corpus.CorpusError, match="--force"):
+        peek2.corpus.tokenize(path, output=tmp_path / "k", resume=True, **options)
+
+
 def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir: Path) -> None:
     """A worker killed (as the kernel's OOM killer does) made the run wait forever: its task was
     lost. Now the run stops with an error naming it, and the work is kept for --resume."""

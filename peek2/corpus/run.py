@@ -261,23 +261,24 @@ def tokenize(
     option_values = {name: getattr(options, name) for name in OUTPUT_OPTIONS}
     manifest: dict[str, Any]
 
-    if resume:
+    if resume and os.path.exists(run.summary_path):
         # (A summary is written last, and a new run removes the old one before it begins.)
-        if os.path.exists(run.summary_path):
-            # Finished: its summary, if it was this run (a bug hunt: other inputs, tokenizer
-            # or options got the old summary back, exit 0, and the old files).
-            try:
-                with open(run.summary_path, encoding="utf-8") as handle:
-                    summary = json.load(handle)
-                problem = _resume_problem(summary["run"], fingerprints, digest, option_values)
-            except (OSError, ValueError, KeyError, TypeError) as error:
-                problem = f"its summary {run.summary_path} does not say what it ran ({type(error).__name__}: {error})"
-            if problem:
-                raise CorpusError(f"cannot resume {output}: the run is finished, and {problem}: start a new run (--force replaces its outputs)")
-            shutil.rmtree(run.work, ignore_errors=True)  # (a run killed while removing its work folder)
-            return RunStats(**{f.name: summary[f.name] for f in fields(RunStats)})
-        if not os.path.isdir(run.work):
-            raise CorpusError(f"nothing to resume for {output}: no work folder {run.work}")
+        # Finished: its summary, if it was this run (a bug hunt: other inputs, tokenizer
+        # or options got the old summary back, exit 0, and the old files).
+        try:
+            with open(run.summary_path, encoding="utf-8") as handle:
+                summary = json.load(handle)
+            problem = _resume_problem(summary["run"], fingerprints, digest, option_values)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            problem = f"its summary {run.summary_path} does not say what it ran ({type(error).__name__}: {error})"
+        if problem:
+            raise CorpusError(f"cannot resume {output}: the run is finished, and {problem}: start a new run (--force replaces its outputs)")
+        shutil.rmtree(run.work, ignore_errors=True)  # (a run killed while removing its work folder)
+        return RunStats(**{f.name: summary[f.name] for f in fields(RunStats)})
+    if resume and os.path.isdir(run.work):
+        # (No work folder: stopped before it was made, or never run. It begins, as a run stopped
+        # before its first checkpoint begins again: a retry loop always passing --resume must
+        # not fail there; a bug hunt killed runs in their first 0.1-0.3 s.)
         run.acquire()
         try:
             with open(run.manifest_path, encoding="utf-8") as handle:
