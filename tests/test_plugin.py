@@ -258,6 +258,60 @@ def test_to_str_and_save_write_the_original(data_dir: Path, tmp_path: Path) -> N
     assert patched_family(patched) is not None
 
 
+@pytest.mark.parametrize("model", ["llama3.1", "llama3.2", "qwen3", "gpt4o", "deepseek-v3"])
+def test_the_saved_form_follows_what_changed_after_patching(data_dir: Path, model: str) -> None:
+    """The saved form is made beside the patched tokenizer (its model and components shared, its
+    added tokens given again in the order of their ids), never by writing to it: it must be the
+    unpatched tokenizer's to_str, byte for byte, after any change made since patching."""
+    from tokenizers import AddedToken
+
+    original, patched = load(data_dir, model), peek2.patch(load(data_dir, model))
+    assert patched.to_str() == original.to_str() and patched.to_str(True) == original.to_str(True)
+    for tok in (original, patched):
+        tok.enable_truncation(max_length=77, stride=3, direction="left")
+        tok.enable_padding(pad_id=5, pad_token="x", pad_to_multiple_of=8)
+        tok.add_tokens(["zqzq", AddedToken("hello there", single_word=True, lstrip=True)])
+        tok.add_special_tokens(["<new>"])
+        tok.add_tokens([AddedToken("<other>", normalized=False)])
+        tok.encode_special_tokens = True
+        tok.decoder = None
+    assert patched.to_str() == original.to_str()
+    for tok in (original, patched):
+        tok.normalizer = None
+        tok.no_padding()
+    assert patched.to_str(True) == original.to_str(True)
+    same(original.encode("a zqzq <new> hello there <other>"), patched.encode("a zqzq <new> hello there <other>"))
+
+
+def test_saving_beside_an_encode_in_another_thread_does_not_hang(data_dir: Path) -> None:
+    """A bug hunt: to_str, save or pickle in one thread while another encoded with the patched
+    tokenizer hung the process for good (the save set the pre-tokenizer, waiting with the GIL for
+    the lock the encode held while Peek2 waited for the GIL). Run in a child process, whose hang
+    the timeout ends (as a failure; the child takes about a second)."""
+    child = (
+        "import pickle, sys, threading, peek2\n"
+        "from tokenizers import Tokenizer\n"
+        "tok = peek2.patch(Tokenizer.from_file(sys.argv[1]))\n"
+        "texts = ['Hello world, this is a sentence. 12345'] * 500\n"
+        "expected = tok.to_str()\n"
+        "def encoder(call):\n"
+        "    for _ in range(10): call()\n"
+        "def saver():\n"
+        "    for _ in range(10): assert tok.to_str() == expected; pickle.loads(pickle.dumps(tok))\n"
+        "threads = [threading.Thread(target=encoder, args=(lambda: tok.encode_batch(texts),)),\n"
+        "           threading.Thread(target=encoder, args=(lambda: [tok.encode(t) for t in texts[:100]],)),\n"
+        "           threading.Thread(target=saver)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print('finished')\n"
+    )
+    import subprocess
+    import sys
+
+    path = str(data_dir / "tokenizers" / "qwen2" / "tokenizer.json")
+    result = subprocess.run([sys.executable, "-c", child, path], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout == "finished\n", result.stderr
+
+
 def test_pickle_and_deepcopy_stay_patched(data_dir: Path) -> None:
     original, patched = load(data_dir, "llama3.1"), peek2.patch(load(data_dir, "llama3.1"))
     patched.add_tokens(["<my token>"])

@@ -230,6 +230,46 @@ def _replaced(tok: Tokenizer) -> bool:
     return True
 
 
+def _original_form(tok: Tokenizer) -> Tokenizer | None:
+    """A ``tokenizers.Tokenizer`` made beside the patched ``tok``, sharing its model and its other
+    components, with the original pre-tokenizer: what ``tok`` is unpatched, to save. None when its
+    added tokens cannot be given the same ids (a file whose ids tokenizers renumbered on loading).
+
+    ``tok`` itself is never written to: setting its pre-tokenizer for a save waited, holding the
+    GIL, for the lock that another thread's encode held while its Peek2 waited for the GIL, and
+    the whole process hung (a bug hunt: ``to_str`` or pickling beside ``encode_batch``, also through
+    transformers). Reading its components takes that lock shared, beside any encode.
+    """
+    from tokenizers import Tokenizer as HfTokenizer
+
+    form = HfTokenizer(tok.model)
+    form.normalizer = tok.normalizer
+    form.pre_tokenizer = tok.__dict__["_peek2_original"]
+    form.post_processor = tok.post_processor
+    form.decoder = tok.decoder
+    truncation = tok.truncation
+    if truncation is not None:
+        form.enable_truncation(**truncation)
+    padding = tok.padding
+    if padding is not None:
+        form.enable_padding(**padding)
+    form.encode_special_tokens = tok.encode_special_tokens
+    added = tok.get_added_tokens_decoder()
+    run: list[Any] = []  # added in the order of their ids, as tokenizers numbers them (a run of one kind a call)
+    for token_id in sorted(added):
+        token = added[token_id]
+        if run and run[0].special != token.special:
+            (form.add_special_tokens if run[0].special else form.add_tokens)(run)
+            run = []
+        run.append(token)
+    if run:
+        (form.add_special_tokens if run[0].special else form.add_tokens)(run)
+    made = form.get_added_tokens_decoder()
+    if {k: repr(t) for k, t in made.items()} != {k: repr(t) for k, t in added.items()}:
+        return None
+    return form
+
+
 def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
     """``Tokenizer.to_str`` with the original pre-tokenizer in place of Peek2 (the same results)."""
     from tokenizers import Tokenizer as HfTokenizer
@@ -237,8 +277,11 @@ def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
     with _SWAP_LOCK:
         if _replaced(tok):
             return HfTokenizer.to_str(tok, pretty)  # type: ignore[no-any-return]
+        form = _original_form(tok)
+        if form is not None:
+            return form.to_str(pretty)  # type: ignore[no-any-return]
         attributes = tok.__dict__
-        tok.pre_tokenizer = attributes["_peek2_original"]
+        tok.pre_tokenizer = attributes["_peek2_original"]  # (see _original_form: no encode may run now)
         try:
             text: str = HfTokenizer.to_str(tok, pretty)
             return text
@@ -253,6 +296,10 @@ def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> 
     with _SWAP_LOCK:
         if _replaced(tok):
             HfTokenizer.save(tok, os.fspath(path), pretty)
+            return
+        form = _original_form(tok)
+        if form is not None:
+            form.save(os.fspath(path), pretty)
             return
         attributes = tok.__dict__
         tok.pre_tokenizer = attributes["_peek2_original"]
