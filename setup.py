@@ -21,6 +21,7 @@ HOT_MODULES = sorted(
         "peek2/bpe/offsets.py",
         "peek2/bpe/vocab.py",
         "peek2/bpe/whole_chars.py",
+        "peek2/normalize/added_tokens.py",
         "peek2/normalize/aligned.py",
         "peek2/plugin/cuts.py",
         "peek2/pretokenize/families.py",

@@ -29,6 +29,7 @@ COMPILED_MODULES = (
     "peek2.bpe.offsets",
     "peek2.bpe.vocab",
     "peek2.bpe.whole_chars",
+    "peek2.normalize.added_tokens",
     "peek2.normalize.aligned",
     "peek2.plugin.cuts",
     "peek2.pretokenize.families",
