@@ -132,6 +132,11 @@ the NFC walk's memo over that raw text, the head of a piece kept for the scanner
 run back from its end again each time was quadratic), ``absorbed``, and the lstrip walk's memo (``ws_memo``, kept for the same reason)."""
 
 INTERIOR_MIN_TOKENS: Final = 16
+MEMO_STEP_TOKENS: Final = 2
+"""A finish's memo (``_finish_run``, ``_finish_piece``) grows once the rest of its piece holds this
+many of the longest token's bytes (in characters): the rest is merged at every finish, and at
+``INTERIOR_MIN_TOKENS`` a prompt session appending 10 spaces at a time merged about 2,000 each time
+(20,000 spaces with an lstrip token in the file: 0.45 s, 4x for 4x)."""
 """A piece longer than this many of the longest token's bytes (in characters) is searched for a
 prefix whose ids are final (rule 3, ``peek2.bpe.growing_piece``); then again when it has grown by as
 much, or doubled after a failed search."""
@@ -224,6 +229,7 @@ class StreamPlan:
         self.crossings: Final[dict[bytes, bool]] = {}
         self.token_blob: bytes = b""  # every token after a NUL (made at first need), searched by that module
         self.interior_min: Final[int] = INTERIOR_MIN_TOKENS * max([len(t) for t in spec.vocab], default=1)
+        self.memo_step: Final[int] = MEMO_STEP_TOKENS * max([len(t) for t in spec.vocab], default=1)
 
     def growing_piece(self) -> GrowingPiece:
         growing = self.growing
@@ -430,6 +436,10 @@ class StreamEngine:
         # final ids end, those ids)
         self.piece_memo: tuple[str, list[int], i64, list[int]] | None = None
         self.piece_retry: i64 = 0
+        # The length of a memo's rest (merged at every finish) below which growing the memo is not
+        # tried again after a failed try: it doubles. (It was the whole text's length doubling: after
+        # one failure at 80K characters the rest grew to 80K, merged at every append.)
+        self.memo_retry: i64 = 0
         # How many first ids of the last finish's result are the memo's (0: it did not start with
         # them), that count before this finish, and how many first ids of the last finish's
         # result are known to be those of the finish before it (a prompt session's ``keep``).
@@ -970,7 +980,8 @@ class StreamEngine:
         the merge of the rest of the piece, plus the piece after the last newline. The memo made on
         the piece after the last newline holds while no newline comes (one would join it to the
         piece before). A text of another form finds the memo invalid and makes a new one; a failed
-        attempt waits until the text has doubled.
+        attempt waits until the text has doubled, and a failed attempt to grow the memo until its
+        rest has doubled.
         """
         plan = self.plan
         n: i64 = len(text)
@@ -980,7 +991,7 @@ class StreamEngine:
             p: i64 = len(prefix)
             if made <= n and text.startswith(prefix) and not text[p:].strip(chars):
                 end = self._piece_stop(text, p, to_newline)
-                if end - p >= plan.interior_min and n >= self.run_retry:
+                if end - p >= max(plan.memo_step, self.memo_retry):
                     # The rest merges as a piece of its own (rule 3): cut it again the same way.
                     data = text[p:end].encode("utf-8")
                     cut_bytes, more = plan.growing_piece().final_prefix(data, 0)
@@ -988,8 +999,9 @@ class StreamEngine:
                         ids.extend(more)  # (the memo's own list)
                         p += len(data[:cut_bytes].decode("utf-8"))
                         self.run_memo = (text[:p], chars, ids, n, to_newline)
+                        self.memo_retry = 0
                     else:
-                        self.run_retry = 2 * n
+                        self.memo_retry = 2 * (end - p)
                 return self._run_ids(text, p, end, ids)
         if n < self.run_retry:
             return None
@@ -999,6 +1011,7 @@ class StreamEngine:
             return None
         self.run_memo = made_memo
         self.run_retry = 0
+        self.memo_retry = 0
         prefix, chars, ids, made, to_newline = made_memo
         p = len(prefix)
         return self._run_ids(text, p, self._piece_stop(text, p, to_newline), ids)
@@ -1039,7 +1052,7 @@ class StreamEngine:
                         break
                 end = piece_end(text, starts[len(starts) - 1], n, stage2, rules) if same else 0
                 if same and end >= len(known):
-                    if end - p >= plan.interior_min and n >= self.piece_retry:
+                    if end - p >= max(plan.memo_step, self.memo_retry):
                         stop = end - 1 if end == n else end  # (its last character may go to a piece after it)
                         data = text[p:stop].encode("utf-8")
                         cut_bytes, more = plan.growing_piece().final_prefix(data, 0)
@@ -1047,8 +1060,9 @@ class StreamEngine:
                             ids.extend(more)  # (the memo's own list)
                             known = text[:stop]
                             p += len(data[:cut_bytes].decode("utf-8"))
+                            self.memo_retry = 0
                         else:
-                            self.piece_retry = 2 * n
+                            self.memo_retry = 2 * (end - p)
                     self.piece_memo = (known, starts, p, ids)
                     # The last finish's result began with the memo's first ``given_before`` ids
                     # (the memo only grows while it holds), and this one begins with all of them.
@@ -1073,6 +1087,7 @@ class StreamEngine:
         p = start + len(data[:cut_bytes].decode("utf-8"))
         self.piece_memo = (text[:stop], [0] + ends[: len(ends) - 1], p, head)
         self.piece_retry = 0
+        self.memo_retry = 0
         self.memo_given = len(head)
         return self._run_ids(text, p, n, head)
 
