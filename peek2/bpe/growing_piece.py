@@ -43,11 +43,12 @@ Llama-3, whose longest "=" token is 64 bytes; a handful for CJK), and a cached p
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Final, Iterator
+from typing import Callable, Final, Iterator
 
 from peek2.bpe.merger import LONG_PIECE_BYTES, BytePairEncoder
 
 SPLIT_TRIES: Final = 4  # boundaries tried, from the right, before giving up until the piece doubles
+ACCEPT_TRIES: Final = 64  # boundaries the caller's ``accept`` may refuse before the search gives up
 LONG_BLOCK_BYTES: Final = 1 << 16  # LongPieces: the bytes merged at a time
 SORT_RUN: Final = 1 << 15  # LongPieces.build_in_steps: tokens sorted in one step (~7 ms)
 
@@ -67,7 +68,7 @@ class GrowingPiece:
         self.firsts: Final[dict[bytes, int]] = {}  # bytes -> the first token of their merge
         self.reversed_tokens: list[bytes] = []  # each token's bytes reversed, sorted (made at first need)
 
-    def final_prefix(self, data: bytes, first: int) -> tuple[int, list[int]]:
+    def final_prefix(self, data: bytes, first: int, accept: Callable[[int], bool] | None = None) -> tuple[int, list[int]]:
         """``(s, ids)``: a boundary ``s > first`` of ``data``'s tokens, at the start of a UTF-8
         character, that no continuation of ``data`` moves, and the ids of ``data[:s]``; ``(0, [])``
         if none is found.
@@ -79,7 +80,7 @@ class GrowingPiece:
         it is one of ``data``, so the cut found is final too.
         """
         if len(data) <= LONG_PIECE_BYTES:
-            return self._final_prefix_whole(data, first)
+            return self._final_prefix_whole(data, first, accept)
         ids: list[int] = []
         at = 0
         while True:
@@ -88,11 +89,11 @@ class GrowingPiece:
                 break
             ids += head
             at = stop
-        cut, rest = self._final_prefix_whole(data[at:], max(0, first - at))
+        cut, rest = self._final_prefix_whole(data[at:], max(0, first - at), None if accept is None else lambda s: accept(at + s))
         if cut:
             ids += rest
             return at + cut, ids
-        if at > first:
+        if at > first and (accept is None or accept(at)):
             return at, ids
         return 0, []
 
@@ -108,8 +109,11 @@ class GrowingPiece:
             size *= 2  # no final boundary in this block: a longer one
         return at, []
 
-    def _final_prefix_whole(self, data: bytes, first: int) -> tuple[int, list[int]]:
-        """``final_prefix`` with ``data`` merged in one heap."""
+    def _final_prefix_whole(self, data: bytes, first: int, accept: Callable[[int], bool] | None = None) -> tuple[int, list[int]]:
+        """``final_prefix`` with ``data`` merged in one heap. ``accept``: the boundaries the caller can
+        use (a stream in a piece of several categories can keep the rest only behind some of them:
+        o200k's capitals and marks in turn are cut after a mark, never after a capital); the others
+        are passed over, at most ``ACCEPT_TRIES`` of them."""
         # The smallest position of the landing set (not a contiguous range: "-=" may start no token
         # where "=-=-" does).
         landing = self._landing(data)
@@ -118,6 +122,7 @@ class GrowingPiece:
         ids = self.engine.merge_whole(data)
         id_bytes = self.id_bytes
         tries = 0
+        passed = 0
         j = len(ids) - 1
         s = len(data)  # the end of ids[j]: boundaries are found from the end back (a block of
         # LongPieces holds 30K tokens of "<|", and summing them all cost 5x its merge)
@@ -125,6 +130,11 @@ class GrowingPiece:
             s -= len(id_bytes[ids[j]] or b"")  # the boundary after ids[j - 1]
             j -= 1
             if s > landing or s <= first or 0x80 <= data[s] < 0xC0:
+                continue
+            if accept is not None and not accept(s):
+                passed += 1
+                if passed > ACCEPT_TRIES:
+                    break
                 continue
             tries += 1
             if self._holds(data, s, ids[j], landing):
