@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tokenizers import NormalizedString, Regex, Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import NormalizedString, Regex, Tokenizer, models, pre_tokenizers, processors, trainers
 
 import peek2
 from compliance import xnli
@@ -281,6 +281,30 @@ def test_the_saved_form_follows_what_changed_after_patching(data_dir: Path, mode
         tok.no_padding()
     assert patched.to_str(True) == original.to_str(True)
     same(original.encode("a zqzq <new> hello there <other>"), patched.encode("a zqzq <new> hello there <other>"))
+    # A truncation, then a post-processor that adds more tokens than it leaves room for: tokenizers
+    # checks a truncation when it is set, and the saved form set it after the post-processor (a
+    # bug hunt: ValueError, stride greater than the effective max length).
+    for tok in (original, patched):
+        tok.enable_truncation(10, stride=5)
+        tok.post_processor = processors.TemplateProcessing(
+            single="[A] [A] [A] $A [B] [B] [B]", pair="$A $B", special_tokens=[("[A]", 1), ("[B]", 2)]
+        )
+    assert patched.to_str() == original.to_str()
+    # Trained since patching: a model of 300 tokens, the added tokens keeping their ids (the
+    # saved form renumbered them, and the save fell back to writing to the tokenizer, which hung
+    # beside an encode in another thread: a bug hunt).
+    for tok in (original, patched):
+        tok.no_truncation()
+        tok.train_from_iterator(["hello world foo bar"] * 50, trainer=trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>"], show_progress=False))
+    assert patched.to_str() == original.to_str() and patched.to_str(True) == original.to_str(True)
+
+
+def test_a_saved_file_is_the_unpatched_tokenizers_file(data_dir: Path, tmp_path: Path) -> None:
+    original, patched = load(data_dir, "llama3.1"), peek2.patch(load(data_dir, "llama3.1"))
+    for pretty in (True, False):
+        original.save(str(tmp_path / "a.json"), pretty)
+        patched.save(str(tmp_path / "b.json"), pretty)
+        assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
 
 
 def test_saving_beside_an_encode_in_another_thread_does_not_hang(data_dir: Path) -> None:
@@ -292,6 +316,9 @@ def test_saving_beside_an_encode_in_another_thread_does_not_hang(data_dir: Path)
         "import pickle, sys, threading, peek2\n"
         "from tokenizers import Tokenizer\n"
         "tok = peek2.patch(Tokenizer.from_file(sys.argv[1]))\n"
+        "if sys.argv[2] == 'trained':\n"
+        "    from tokenizers import trainers\n"
+        "    tok.train_from_iterator(['hello world foo bar'] * 50, trainer=trainers.BpeTrainer(vocab_size=300, special_tokens=['<s>'], show_progress=False))\n"
         "texts = ['Hello world, this is a sentence. 12345'] * 500\n"
         "expected = tok.to_str()\n"
         "def encoder(call):\n"
@@ -308,8 +335,9 @@ def test_saving_beside_an_encode_in_another_thread_does_not_hang(data_dir: Path)
     import sys
 
     path = str(data_dir / "tokenizers" / "qwen2" / "tokenizer.json")
-    result = subprocess.run([sys.executable, "-c", child, path], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0 and result.stdout == "finished\n", result.stderr
+    for state in ("loaded", "trained"):
+        result = subprocess.run([sys.executable, "-c", child, path, state], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0 and result.stdout == "finished\n", (state, result.stderr)
 
 
 def test_pickle_and_deepcopy_stay_patched(data_dir: Path) -> None:

@@ -230,10 +230,15 @@ def _replaced(tok: Tokenizer) -> bool:
     return True
 
 
-def _original_form(tok: Tokenizer) -> Tokenizer | None:
-    """A ``tokenizers.Tokenizer`` made beside the patched ``tok``, sharing its model and its other
-    components, with the original pre-tokenizer: what ``tok`` is unpatched, to save. None when its
-    added tokens cannot be given the same ids (a file whose ids tokenizers renumbered on loading).
+def _original_json(tok: Tokenizer, pretty: bool) -> str:
+    """What the patched ``tok``'s ``to_str(pretty)`` is unpatched, made without writing to ``tok``.
+
+    A ``tokenizers.Tokenizer`` is made beside it, sharing its model and other components, with the
+    original pre-tokenizer and no added tokens; its JSON then gets ``tok``'s added tokens, written
+    as tokenizers writes them. (Giving them to that tokenizer would renumber them after a model of
+    another size: one trained since patching, a bug hunt.) Truncation and padding are set before
+    the post-processor, whose added tokens tokenizers checks a truncation against only when it is
+    set, as the live tokenizer got them.
 
     ``tok`` itself is never written to: setting its pre-tokenizer for a save waited, holding the
     GIL, for the lock that another thread's encode held while its Peek2 waited for the GIL, and
@@ -243,31 +248,31 @@ def _original_form(tok: Tokenizer) -> Tokenizer | None:
     from tokenizers import Tokenizer as HfTokenizer
 
     form = HfTokenizer(tok.model)
-    form.normalizer = tok.normalizer
-    form.pre_tokenizer = tok.__dict__["_peek2_original"]
-    form.post_processor = tok.post_processor
-    form.decoder = tok.decoder
     truncation = tok.truncation
     if truncation is not None:
         form.enable_truncation(**truncation)
     padding = tok.padding
     if padding is not None:
         form.enable_padding(**padding)
-    form.encode_special_tokens = tok.encode_special_tokens
+    form.normalizer = tok.normalizer
+    form.pre_tokenizer = tok.__dict__["_peek2_original"]
+    form.post_processor = tok.post_processor
+    form.decoder = tok.decoder
+    text: str = form.to_str(pretty)
+    empty = '"added_tokens": []' if pretty else '"added_tokens":[]'
+    at = text.find(empty)  # (the first: a top-level field before the model; a string holds no bare quote)
+    if at < 0:
+        raise RuntimeError(f"tokenizers wrote no empty added_tokens field: {text[:200]!r}")
+    fields = ("id", "content", "single_word", "lstrip", "rstrip", "normalized", "special")
     added = tok.get_added_tokens_decoder()
-    run: list[Any] = []  # added in the order of their ids, as tokenizers numbers them (a run of one kind a call)
-    for token_id in sorted(added):
-        token = added[token_id]
-        if run and run[0].special != token.special:
-            (form.add_special_tokens if run[0].special else form.add_tokens)(run)
-            run = []
-        run.append(token)
-    if run:
-        (form.add_special_tokens if run[0].special else form.add_tokens)(run)
-    made = form.get_added_tokens_decoder()
-    if {k: repr(t) for k, t in made.items()} != {k: repr(t) for k, t in added.items()}:
-        return None
-    return form
+    entries = [{name: token_id if name == "id" else getattr(added[token_id], name) for name in fields} for token_id in sorted(added)]
+    if not entries:
+        return text
+    if pretty:  # (serde_json's pretty form: two spaces a level, the field one level in)
+        listed = json.dumps(entries, ensure_ascii=False, indent=2).replace("\n", "\n  ")
+        return text[:at] + '"added_tokens": ' + listed + text[at + len(empty) :]
+    listed = json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
+    return text[:at] + '"added_tokens":' + listed + text[at + len(empty) :]
 
 
 def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
@@ -277,16 +282,7 @@ def _to_str(tok: Tokenizer, pretty: bool = False) -> str:
     with _SWAP_LOCK:
         if _replaced(tok):
             return HfTokenizer.to_str(tok, pretty)  # type: ignore[no-any-return]
-        form = _original_form(tok)
-        if form is not None:
-            return form.to_str(pretty)  # type: ignore[no-any-return]
-        attributes = tok.__dict__
-        tok.pre_tokenizer = attributes["_peek2_original"]  # (see _original_form: no encode may run now)
-        try:
-            text: str = HfTokenizer.to_str(tok, pretty)
-            return text
-        finally:
-            tok.pre_tokenizer = attributes["_peek2_installed"]
+        return _original_json(tok, pretty)
 
 
 def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> None:
@@ -297,16 +293,9 @@ def _save(tok: Tokenizer, path: str | os.PathLike[str], pretty: bool = True) -> 
         if _replaced(tok):
             HfTokenizer.save(tok, os.fspath(path), pretty)
             return
-        form = _original_form(tok)
-        if form is not None:
-            form.save(os.fspath(path), pretty)
-            return
-        attributes = tok.__dict__
-        tok.pre_tokenizer = attributes["_peek2_original"]
-        try:
-            HfTokenizer.save(tok, os.fspath(path), pretty)
-        finally:
-            tok.pre_tokenizer = attributes["_peek2_installed"]
+        text = _original_json(tok, pretty)
+    with open(os.fspath(path), "w", encoding="utf-8") as handle:  # (as tokenizers writes it: UTF-8, no newline added)
+        handle.write(text)
 
 
 def _reduce_ex(tok: Tokenizer, protocol: int) -> Any:
