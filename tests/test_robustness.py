@@ -868,7 +868,8 @@ def test_decode_skips_the_ids_tokenizers_skips(data_dir: Path) -> None:
     reference.add_tokens([tokenizers.AddedToken("<\uf900>", normalized=True)])  # NFC: "<\u8c48>"
     reference.add_special_tokens([tokenizers.AddedToken("<\uf901>", normalized=True)])  # NFC: "<\u66f4>"
     text = reference.to_str()
-    reference, tok = tokenizers.Tokenizer.from_str(text), Tokenizer.from_str(text)
+    with pytest.warns(UserWarning, match="equal once normalized"):  # (the first two: see test_loading_edges)
+        reference, tok = tokenizers.Tokenizer.from_str(text), Tokenizer.from_str(text)
     ids = [151643, 151669, 9707, 151670, 151671, 151645, 151670]
     for skip in (True, False):
         expected = reference.decode(ids, skip_special_tokens=skip)
