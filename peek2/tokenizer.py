@@ -180,8 +180,9 @@ class Tokenizer:
         # Whether the bytes of a text's ids are its UTF-8 (every byte is its own token): spans then
         # follow from the tokens' lengths (``_segment_offsets``; lengths made at its first call).
         self._bytes_are_text = all(self._id_bytes[token_id] == bytes([byte]) for byte, token_id in enumerate(tables.byte_ids))
-        # An unk token standing for a byte with no token of its own spans that one byte (offsets).
-        self._stand_in_ids = {token_id for byte, token_id in enumerate(tables.byte_ids) if self._id_bytes[token_id] != bytes([byte])}
+        # How many bytes of the merged symbols each byte of a text starts as: 1, or the length of
+        # the unk token standing for a byte with no token of its own (offsets: ``_piece_offsets``).
+        self._symbol_sizes = [len(self._id_bytes[token_id] or b"") for token_id in tables.byte_ids]
         self._token_lengths: vec[i64] | None = None
         self._engine = BytePairEncoder(
             vec[i64](tables.byte_ids),
@@ -551,12 +552,21 @@ class Tokenizer:
         char_of_byte: list[int] = []
         for k, char in enumerate(piece):
             char_of_byte.extend([at + k] * len(char.encode("utf-8")))
+        data = piece.encode("utf-8")
+        sizes = self._symbol_sizes
         byte = 0
         for token_id in self._engine.piece_ids(piece):
-            size = 1 if token_id in self._stand_in_ids else len(self._id_bytes[token_id] or b"")
+            # A token is the bytes of the symbols it merged, each byte of the text one symbol: it
+            # spans the text's bytes whose symbols add up to its length. (An unk token counted as
+            # one byte wherever its id came, as a real token or merged with a neighbour: wrong spans
+            # or an IndexError; a bug hunt.)
+            first = byte
+            length = len(self._id_bytes[token_id] or b"")
+            while length > 0:
+                length -= sizes[data[byte]]
+                byte += 1
             ids.append(token_id)
-            offsets.append((spans[char_of_byte[byte]][0], spans[char_of_byte[byte + size - 1]][1]))
-            byte += size
+            offsets.append((spans[char_of_byte[first]][0], spans[char_of_byte[byte - 1]][1]))
 
     def _plain(self, text: str) -> bool:
         """True when no added token can occur in ``text`` (none of their first two characters occur)."""

@@ -49,6 +49,34 @@ def test_a_byte_without_its_token(tmp_path: Path) -> None:
         Tokenizer.from_str(json.dumps({**spec, "model": {**spec["model"], "unk_token": None, "byte_fallback": True}}))
 
 
+@pytest.mark.parametrize(
+    ("unk", "merges"),
+    [
+        ("é", [(b"\xc3", b"\xa9")]),  # the token of byte 0xE9, not that of its UTF-8 (Ã©)
+        ("Ġ", [(b"a", b"b")]),  # the token of the space
+        ("aa", [(b"a", b"a")]),  # a token the text also makes
+        ("aa", [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b"), (b"b", b"a")]),  # merged with its neighbours
+    ],
+)
+def test_an_unk_token_standing_for_a_byte(unk: str, merges: list[tuple[bytes, bytes]]) -> None:
+    """The unk token is looked up as the byte-level token it is ("é" was looked up as the token of
+    its UTF-8, another id; "Ġ" was refused), and a token holding it spans the text it merged
+    (it was counted as one byte wherever its id came: wrong spans, or an IndexError; a bug hunt)."""
+    spec = json.loads(byte_level_file([], merges))
+    vocab = spec["model"]["vocab"]
+    del vocab[chars(b"\x01")]
+    spec["model"]["unk_token"] = unk
+    text = json.dumps(spec)
+    tok, reference = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    for sample in ["\x01", "a\x01b", "\x01aa", "\x01ab", "\x01aab", "\x01abab", "\x01a\x01abb", "é\x01 \x01\x01 aa\x01", "x \x01\x01a"]:
+        expected = reference.encode(sample, add_special_tokens=False)
+        got = tok.encode_with_offsets(sample, add_special_tokens=False)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), sample
+    spec["model"]["unk_token"] = "<missing>"
+    with pytest.raises(NotImplementedError, match="no token for byte 0x01, and model.unk_token '<missing>' is not a byte-level token"):
+        Tokenizer.from_str(json.dumps(spec))
+
+
 def test_files_tokenizers_refuses_or_cannot_answer(tmp_path: Path) -> None:
     """Two tokens sharing an id (tokenizers' merges and decode then follow its hash map's order),
     a Sequence step set to null (tokenizers refuses the file; peek2 dropped the BOS template), and

@@ -11,6 +11,7 @@ from typing import NamedTuple
 from peek2.bpe.merge_table import ID_BITS, PAIR_STRIDE, MergeTable, final_pairs
 from peek2.bpe.vocab import pair_table, utf8_tokens
 from peek2.bpe.whole_chars import WholeCharsLists, whole_chars
+from peek2.formats.byte_level import to_bytes
 from peek2.spec import TokenizerFormatError, TokenizerSpec
 
 
@@ -42,7 +43,15 @@ def _byte_ids(spec: TokenizerSpec) -> list[int]:
         if token_id is None and spec.unk_token is not None:
             if spec.fuse_unk:  # (runs of unknown bytes fused into one id: not implemented; a bug hunt)
                 raise NotImplementedError(f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X}, and model.fuse_unk is true: not implemented")
-            token_id = spec.vocab.get(spec.unk_token.encode("utf-8"))
+            # (the token's bytes, as the vocabulary is keyed: its UTF-8 looked up another token
+            # where it is not ASCII, "é" as "Ã©", and refused "Ġ"; a bug hunt)
+            unk = to_bytes(spec.unk_token)
+            token_id = spec.vocab.get(unk) if unk else None
+            if token_id is None:
+                raise NotImplementedError(
+                    f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X}, and model.unk_token "
+                    f"{spec.unk_token!r} is not a byte-level token of the vocabulary: not implemented"
+                )
         if token_id is None:
             raise TokenizerFormatError(
                 f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X} and no byte_fallback or unk_token"
