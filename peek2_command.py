@@ -17,3 +17,7 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, previous)
     return cli_main()
+
+
+if __name__ == "__main__":  # (``python peek2_command.py ...`` did nothing; a bug hunt)
+    raise SystemExit(main())

@@ -10,11 +10,33 @@ compiled ones are installed (for debugging, profiling, and comparing the two).
 
 from __future__ import annotations
 
+import signal
+import sys
+
+
+def _located_as_main() -> bool:
+    """Whether Python is importing this package to run ``python -m peek2`` (``sys.argv[0]`` is
+    "-m" while it locates the module): Ctrl-C during the imports then ends the command quietly, as
+    in the ``peek2`` console script (``peek2_command.py``), and ``peek2/__main__.py`` restores
+    Python's handler once ``peek2.cli`` is imported (it printed a traceback through importlib; a
+    bug hunt)."""
+    if sys.argv[:1] != ["-m"]:
+        return False
+    args = getattr(sys, "orig_argv", [])[1:]
+    for k, arg in enumerate(args):
+        if arg.startswith("-") and not arg.startswith("--") and "m" in arg[1:]:
+            rest = arg[arg.index("m", 1) + 1 :]
+            return (rest or (args[k + 1] if k + 1 < len(args) else "")) == "peek2"
+    return False
+
+
+if _located_as_main() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 import importlib
 import importlib.machinery
 import importlib.util
 import os
-import sys
 from types import ModuleType
 from typing import Optional, Sequence
 

@@ -159,6 +159,35 @@ def test_interrupt_while_the_command_imports_peek2_prints_no_traceback() -> None
     assert script.value == "peek2_command:main"
 
 
+@pytest.mark.parametrize("module", ["peek2.tokenizer", "peek2.cli"])
+def test_interrupt_while_python_m_peek2_imports_prints_no_traceback(tmp_path: Path, module: str) -> None:
+    """A bug hunt: ``python -m peek2`` printed a traceback through importlib for a Ctrl-C while
+    Python imported the package (before ``__main__`` runs) or the command line. The interrupt is
+    sent from an import hook installed by a sitecustomize module, as ``module`` is imported."""
+    import signal
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, signal, sys, time\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name == {module!r}:\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "            time.sleep(5)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Interrupt())\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    result = subprocess.run([sys.executable, "-m", "peek2", "--version"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert result.returncode == -signal.SIGINT, (result.returncode, result.stderr)
+    assert result.stderr == "" and result.stdout == ""
+    # Without the interrupt, Ctrl-C is Python's again once the command line is imported.
+    code = "import runpy, signal, sys; sys.argv = ['-m']; sys.orig_argv = [sys.executable, '-m', 'peek2']; import peek2; assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL"
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+    plain = subprocess.run([sys.executable, "-c", "import peek2, signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"], capture_output=True, text=True, timeout=60)
+    assert plain.stdout.strip() == "True"
+
+
 def test_what_a_bug_hunt_found_in_the_command(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 23: usage errors printed argparse's usage lines; a warning about a tokenizer file its
     two lines of Python source; an id of more than 4,300 digits Python's own message and the

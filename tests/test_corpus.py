@@ -255,7 +255,7 @@ def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_d
     bad = tmp_path / "c.jsonl"
     bad.write_text(path.read_text(encoding="utf-8") + '{"text": 1}\n', encoding="utf-8")
     out = tmp_path / "o"
-    with pytest.raises(CorpusInputError, match=rf"c\.jsonl:{len(texts) + 1}: field 'text' is int, not a string"):
+    with pytest.raises(CorpusInputError, match=rf"c\.jsonl:{len(texts) + 1}: field 'text' is a JSON number, not a string"):
         peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", workers=1, quiet=True)
     assert not list(tmp_path.glob("o_text_document.*"))  # nothing under a final name
     with pytest.raises(CorpusError, match="tokenizer differs"):
@@ -280,6 +280,41 @@ def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_d
         peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
     with pytest.raises(CorpusError, match="the run is finished, and option append_eos was False"):
         peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", append_eos=True, resume=True, quiet=True)
+    # shard_size shapes llm.c's shards only: another one resumes a megatron run (it was refused; a bug hunt).
+    again = peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", shard_size=5, resume=True, quiet=True)
+    assert again == stats
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("force", "no", "force must be a bool, not str"),
+        ("skip_bad", "no", "skip_bad must be a bool, not str"),
+        ("append_eos", "no", "append_eos must be a bool, not str"),
+        ("add_special_tokens", 1, "add_special_tokens must be a bool, not int"),
+        ("resume", None, "resume must be a bool, not NoneType"),
+        ("quiet", "yes", "quiet must be a bool, not str"),
+        ("shard_size", True, "shard_size must be from 1 to"),
+        ("unit_bytes", True, "unit_bytes must be a positive int, not True"),
+        ("checkpoint_seconds", "x", "checkpoint_seconds must be a number of seconds (0 or more), not 'x'"),
+        ("progress_seconds", float("nan"), "progress_seconds must be a number of seconds (0 or more), not nan"),
+        ("checkpoint_seconds", -1, "checkpoint_seconds must be a number of seconds (0 or more), not -1"),
+        ("text_key", 5, "text_key must be a str, not int"),
+        ("format", ["megatron"], "format must be a str, not list"),
+        ("output", b"out", "output must be a str or a path"),
+        ("output", 5, "output must be a str or a path"),
+    ],
+)
+def test_options_of_the_wrong_kind_are_refused_before_the_run(tmp_path: Path, data_dir: Path, option: str, value: object, message: str) -> None:
+    """A bug hunt: force="no" replaced a finished run's output, skip_bad="no" skipped, append_eos="no"
+    appended; shard_size=True wrote one-id shards; a bad number or text_key failed after the run had
+    made its work folder (which then refused the next run), and others raised Python's own
+    TypeErrors naming nothing."""
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n', encoding="utf-8")
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "output": tmp_path / "out", "format": "llmc" if option == "shard_size" else "megatron", "quiet": True, option: value}
+    with pytest.raises(CorpusError, match=re.escape(message)):
+        peek2.corpus.tokenize(tmp_path / "a.jsonl", **options)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]  # nothing begun
 
 
 # ==== Bad input ====
@@ -288,10 +323,14 @@ BAD_LINES = [
     (b'{"text": "fine"}', None),
     (b'{"text": "caf\xe9"}', "invalid UTF-8 (byte 0xE9 at byte 13 of the line)"),
     (b'{"text": "unterminated}', "malformed JSON"),
-    (b'["a list"]', "a JSON list, not an object"),
+    (b'["a list"]', "a JSON array, not an object"),
     (b'{"body": "no text"}', "no field 'text'"),
     (b'{"text": null}', "field 'text' is null, not a string"),
-    (b'{"text": ["a", "b"]}', "field 'text' is list, not a string"),
+    (b'{"text": ["a", "b"]}', "field 'text' is a JSON array, not a string"),
+    (b'null', "a JSON null, not an object"),  # (Python's names were given: "a JSON NoneType"; a bug hunt)
+    (b'"a string"', "a JSON string, not an object"),
+    (b'{"text": true}', "field 'text' is a JSON boolean, not a string"),
+    (b'{"text": {"a": 1}}', "field 'text' is a JSON object, not a string"),
     (b'{"text": "lone \\ud800 surrogate"}', "lone surrogate"),
     (b"   ", None),  # a blank line: not a document, counted
     (b'{"text": "also fine"}', None),
@@ -787,6 +826,9 @@ def test_batch_function_refuses_one_text(data_dir: Path) -> None:
     tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
     with pytest.raises(TypeError, match="one str, not a batch of texts: call ds.map\\(..., batched=True\\)"):
         tok.batch_function()({"text": "Hello world"})
+    # One bytes object: its bytes were read as texts ("column 'text' is int"; a bug hunt).
+    with pytest.raises(TypeError, match="batch\\['text'\\] is bytes, not a batch of texts"):
+        tok.batch_function()({"text": b"Hello world"})
 
 
 # ==== Inputs ====
@@ -823,6 +865,11 @@ def test_every_input_kind_gives_the_same_documents(tmp_path: Path, data_dir: Pat
     assert run("zst", kinds / "b.jsonl.zst") == expected
     assert run("parquet", kinds / "c.parquet") == expected
     assert run("txt", texts_dir) == expected[:20]
+    # A byte order mark starting a .txt file is its encoding, not its text, as in JSONL (it was
+    # kept as U+FEFF, the document's first token; a bug hunt).
+    for k, text in enumerate(texts[:20]):
+        (texts_dir / f"{k:03d}.txt").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert run("txt_bom", texts_dir) == expected[:20]
     assert run("saved", tmp_path / "saved") == expected
     # A folder: its files in sorted order (a.jsonl.gz, b.jsonl.zst, c.parquet, d/*.txt); a glob likewise.
     assert run("folder", kinds) == expected * 3 + expected[:20]
@@ -1036,7 +1083,7 @@ def test_ray_engine_reports_the_first_bad_document_in_input_order(tmp_path: Path
             )
         messages.append(str(caught.value).replace(f"/{engine}/o", "/ENGINE/o"))
     assert messages[0] == messages[1]
-    assert re.match(r"^\S*a.jsonl:150001: field 'text' is int, not a string \(the work so far is kept in ", messages[1]), messages[1]
+    assert re.match(r"^\S*a.jsonl:150001: field 'text' is a JSON number, not a string \(the work so far is kept in ", messages[1]), messages[1]
     # An input the actors cannot read (a column of numbers): the local engine's error too.
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -86,6 +86,8 @@ class BatchFunction:
         texts = batch[self.text_key]
         if isinstance(texts, str):  # (ds.map without batched=True: each character was a document)
             raise TypeError(f"batch[{self.text_key!r}] is one str, not a batch of texts: call ds.map(..., batched=True)")
+        if isinstance(texts, (bytes, bytearray, memoryview)):  # (its bytes were read as texts: "is int"; a bug hunt)
+            raise TypeError(f"batch[{self.text_key!r}] is {type(texts).__name__}, not a batch of texts (a list of str)")
         if hasattr(texts, "to_pylist"):  # (a pyarrow column, from ds.with_format("arrow"))
             texts = texts.to_pylist()
         column = ids_column(self.tokenizer, texts, self.text_key, self.add_special_tokens, rows=indices)

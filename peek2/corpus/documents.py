@@ -116,14 +116,14 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
                 bad(unit.source, line, "malformed JSON: nested too deeply for Python's json")
                 continue
             if not isinstance(record, dict):
-                bad(unit.source, line, f"a JSON {type(record).__name__}, not an object")
+                bad(unit.source, line, f"a JSON {_json_kind(record)}, not an object")
                 continue
             if key not in record:
                 bad(unit.source, line, f"no field {key!r}")
                 continue
             text = record[key]
             if not isinstance(text, str):
-                bad(unit.source, line, f"field {key!r} is {'null' if text is None else type(text).__name__}, not a string")
+                bad(unit.source, line, f"field {key!r} is {'null' if text is None else 'a JSON ' + _json_kind(text)}, not a string")
                 continue
             texts.append(text)
             where.append((unit.source, line))
@@ -140,7 +140,9 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
     else:
         for source, data in unit.payload:
             try:
-                texts.append(data.decode("utf-8"))
+                # (a byte order mark starting the file is no text, as in JSONL: it was kept as
+                # U+FEFF, the document's first token; a bug hunt)
+                texts.append(data.decode("utf-8").removeprefix("\ufeff"))
             except UnicodeDecodeError as error:
                 line = data.count(b"\n", 0, error.start) + 1
                 bad(source, line, f"invalid UTF-8 (byte 0x{data[error.start]:02X} at byte offset {error.start})")
@@ -186,3 +188,16 @@ def _arrow_texts(column: Any) -> list[Any]:
             except UnicodeDecodeError as error:
                 values.append(error)
         return values
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words (Python's said "a JSON NoneType"; a bug hunt)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else type(value).__name__

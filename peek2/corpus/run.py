@@ -23,6 +23,7 @@ import concurrent.futures.process
 import contextlib
 import functools
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -36,6 +37,7 @@ from typing import Any, Callable, Iterable
 import numpy
 from librt.strings import BytesWriter
 
+from peek2.bpe.merger import as_flag
 from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit, location
 from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
@@ -202,6 +204,24 @@ def tokenize(
         CorpusError: bad options, an output in the way, a refused resume.
     """
     started = time.monotonic()
+    # (Checked before anything starts: a flag "no" was true, force="no" replaced a run's output;
+    # shard_size=True wrote one-id shards; a bad number or text_key failed once the run had made
+    # its work folder, which then refused the next run; a bug hunt.)
+    append_eos, add_special_tokens, resume, skip_bad, force, quiet = (
+        _flag(value, name)
+        for value, name in (
+            (append_eos, "append_eos"), (add_special_tokens, "add_special_tokens"), (resume, "resume"),
+            (skip_bad, "skip_bad"), (force, "force"), (quiet, "quiet"),
+        )
+    )
+    for word, name in ((format, "format"), (text_key, "text_key"), (progress, "progress"), (engine, "engine")):
+        if not isinstance(word, str):
+            raise CorpusError(f"{name} must be a str, not {type(word).__name__} ({word!r})")
+    if not isinstance(output, (str, os.PathLike)) or not isinstance(os.fspath(output), str):
+        raise CorpusError(f"output must be a str or a path (a prefix of file names), not {type(output).__name__} ({output!r})")
+    for seconds, name in ((progress_seconds, "progress_seconds"), (checkpoint_seconds, "checkpoint_seconds")):
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < math.inf:
+            raise CorpusError(f"{name} must be a number of seconds (0 or more), not {seconds!r}")
     if format not in WRITERS:
         raise CorpusError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
     engine_workers_given = workers is not None
@@ -212,9 +232,9 @@ def tokenize(
         raise CorpusError(f"workers must be a positive int, not {workers!r}")
     if engine == "local" and workers > 4 * cpus:  # (each a process: 99999999999 would start them all)
         raise CorpusError(f"workers {workers} is more than 4 per CPU of this machine ({cpus} CPUs): at most {4 * cpus}")
-    if not isinstance(shard_size, int) or not 0 < shard_size < 1 << 31:
+    if not isinstance(shard_size, int) or isinstance(shard_size, bool) or not 0 < shard_size < 1 << 31:
         raise CorpusError(f"shard_size must be from 1 to 2**31 - 1 ids (llm.c's limit), not {shard_size!r}")
-    if not isinstance(unit_bytes, int) or unit_bytes < 1:
+    if not isinstance(unit_bytes, int) or isinstance(unit_bytes, bool) or unit_bytes < 1:
         raise CorpusError(f"unit_bytes must be a positive int, not {unit_bytes!r}")
     if format == "llmc" and append_eos:
         raise CorpusError("append_eos (--append-eos) does not apply to llmc: its shards already start every document with the end-of-text token, as llm.c's fineweb.py writes them")
@@ -258,7 +278,9 @@ def tokenize(
         os.makedirs(folder, exist_ok=True)
     run = _Run(output)
     fingerprints = [s.fingerprint() for s in sources]
-    option_values = {name: getattr(options, name) for name in OUTPUT_OPTIONS}
+    # (shard_size only shapes llm.c's shards: a megatron or parquet run resumed with another
+    # was refused; a bug hunt)
+    option_values = {name: getattr(options, name) for name in OUTPUT_OPTIONS if name != "shard_size" or format == "llmc"}
     manifest: dict[str, Any]
 
     if resume and os.path.exists(run.summary_path):
@@ -318,6 +340,13 @@ def tokenize(
         return _run(run, manifest, sources, tok, options, workers, reporter, checkpoint_seconds, started, resume, ray)
     finally:
         run.release()
+
+
+def _flag(value: object, name: str) -> bool:
+    try:
+        return as_flag(value, name)
+    except TypeError as error:
+        raise CorpusError(str(error)) from None
 
 
 def _resume_problem(manifest: dict[str, Any], fingerprints: list[dict[str, Any]], digest: str, options: dict[str, Any]) -> str:
