@@ -509,6 +509,15 @@ class BytePairEncoder:
             out.append(shared[ids[k]])
         self._give_back(ids)
 
+    def encode_spans(self, text: str, spans: list[tuple[int, int, int]], out: list[int]) -> None:
+        """Append the ids of ``text`` cut by an added-token matcher's ``spans``: ``(start, stop,
+        id)``, an added token's id, or -1 for text encoded as a text of its own."""
+        for start, stop, token_id in spans:
+            if token_id >= 0:
+                out.append(token_id)
+            else:
+                self.encode(text[start:stop], out)
+
     def encode_list(self, text: str, head: list[int]) -> list[int]:
         """A new list: ``head``, then the ids of ``text``.
 

@@ -4,14 +4,15 @@ The reference (``tokenizers``' ``AddedVocabulary``) runs an Aho-Corasick automat
 leftmost-longest matching over the added tokens' contents, then applies ``single_word``,
 ``lstrip`` and ``rstrip``. ``AddedTokenMatcher.spans`` gives the same segments.
 
-How it stays linear: a match can only start where the first two characters of some content
-occur (its "needle"; the whole content when it has one character). Each needle keeps the position
-of its next occurrence in a heap; only a needle whose occurrence falls behind the scan is searched
-again, from the scan position on, with ``str.find`` (C, memchr-fast). So each needle's searches
-cover disjoint stretches of the text: at most ``len(text)`` characters a needle in all, however
-many matches there are. (Searching every needle afresh from each match was quadratic: a Qwen3 chat
-transcript of 8,000 turns took 37.6 s, because "<t" of "<think>" was searched to the end of the text
-after every "<|im_end|>".)
+How it stays linear: the contents' trie is one regular expression (``occurrence_pattern``), whose
+search from the end of the last match finds the next match, leftmost and longest, in one C
+call. At each position the search follows the trie one branch deep (a node's branches start with
+different characters), so a search costs at most the longest content's length a character it
+passes, and successive searches cover disjoint stretches of the text. (Searching every needle
+afresh from each match was quadratic: a Qwen3 chat transcript of 8,000 turns took 37.6 s, because
+"<t" of "<think>" was searched to the end of the text after every "<|im_end|>". A heap of each
+needle's next occurrence made that linear, and cost about 1 us a match: the single search
+replaced it.)
 
 Performance notes (CPU time, Llama-3.1, ``encode`` of ``"<|eot_id|>" * 80000``, where the
 matcher's work a match is all there is; tokenizers 0.116-0.124 s): 0.203 s when each length of
@@ -24,7 +25,6 @@ token goes through it, and a chat transcript holds one every few words). DeepSee
 
 from __future__ import annotations
 
-import heapq
 import re
 from typing import Any, Callable, Iterable
 
@@ -87,6 +87,20 @@ def occurrence_pattern(contents: Iterable[str], longest: bool = False) -> re.Pat
     return re.compile(alternatives(trie)) if trie else None
 
 
+class _Entry:
+    """An added token's fields as native attributes (this module is compiled): ``spans`` reads
+    four of them at every match, and each of a dataclass's cost a dictionary lookup."""
+
+    def __init__(self, token: AddedToken) -> None:
+        self.token = token
+        self.id: int = token.id
+        self.special: bool = token.special
+        self.normalized: bool = token.normalized
+        self.lstrip: bool = token.lstrip
+        self.rstrip: bool = token.rstrip
+        self.single_word: bool = token.single_word
+
+
 class AddedTokenMatcher:
     """Finds added tokens in text: leftmost-longest, non-overlapping, like the reference's Aho-Corasick."""
 
@@ -111,14 +125,13 @@ class AddedTokenMatcher:
                     lengths.append(len(content))
         for lengths in self.lengths.values():
             lengths.sort(reverse=True)
+        self._entries = {content: _Entry(token) for content, token in self.by_content.items()}
         self.first_chars = sorted({content[0] for content in self.by_content})
         # A match starts at an occurrence of one of these (see the module notes).
         self.needles = frozenset(content[:2] for content in self.by_content)
         # Where a whole content starts (see _find).
-        occurs = occurrence_pattern(self.by_content)
-        self._next_content = occurs.search if occurs is not None else None
         longest = occurrence_pattern(self.by_content, longest=True)
-        self._longest_at = longest.match if longest is not None else None
+        self._search_longest = longest.search if longest is not None else None
 
     def has_needle(self, text: str, start: int = 0) -> bool:
         """Whether a token may start in ``text`` (an occurrence of a needle) that does not end before
@@ -174,9 +187,8 @@ class AddedTokenMatcher:
             return [(done, n, -1)] if done < n else []
         out: list[tuple[int, int, int]] = []
         at = 0  # where the search for the next match goes on: the end of the last match
-        upcoming = _Occurrences(text, self.needles)
         while at < n:
-            hit = self._find(text, at, upcoming, done if self.normalized_in_gaps else 0)
+            hit = self._find(text, at, done if self.normalized_in_gaps else 0)
             if hit is None:
                 break
             found, content, token = hit
@@ -206,7 +218,7 @@ class AddedTokenMatcher:
                 # An lstrip token inside the whitespace an rstrip token took: the reference slices
                 # backwards there and panics ("AddedVocabulary bad split"); refuse it by name.
                 raise ValueError(
-                    f"the added token {token.content!r} at {found} lies in the whitespace taken by "
+                    f"the added token {token.token.content!r} at {found} lies in the whitespace taken by "
                     "the rstrip token before it, and is lstrip: tokenizers cannot encode this text either"
                 )
             if done < start:
@@ -220,65 +232,32 @@ class AddedTokenMatcher:
             out.append((done, n, -1))
         return out
 
-    def _find(self, text: str, at: int, upcoming: _Occurrences, normalized_from: int) -> tuple[int, str, AddedToken] | None:
+    def _find(self, text: str, at: int, normalized_from: int) -> tuple[int, str, _Entry] | None:
         """The leftmost match at or after ``at``; the longest among those starting there (a
         normalized token only from ``normalized_from`` on)."""
-        # The needles find where a content may start, the trie pattern (C) where one does: a
-        # needle that occurs everywhere and starts nothing ("<|" * 100,000 for Llama-3) cost a
-        # lookup per length of content at each occurrence (0.8 s of a 1 s ``encode_with_offsets``).
-        search = self._next_content
-        longest = self._longest_at
-        if longest is not None and at < len(text):
-            # A content right where the last one stopped (dense tokens: "<x>" * 100,000 spent a
-            # third of its time on the needles' heap and the trie search, 1.3x tokenizers' time).
-            whole = longest(text, at)
-            if whole is not None:
-                matched = self.by_content[whole.group()]
-                if at >= normalized_from or not matched.normalized:
-                    return at, whole.group(), matched
-        while True:
-            start = upcoming.first_at_or_after(at)
-            if start < 0:
+        # One C call finds the leftmost start of a content and the longest content there (the
+        # trie pattern with ``longest``). It replaced a heap of the needles' next occurrences
+        # (``str.find``), then a search for the start of any content, then the longest content
+        # there: three steps a match, about 1 us, where tiktoken takes 0.3 us ("<|endoftext|>x"
+        # * 50,000 at 0.19x its speed; a bug hunt).
+        search = self._search_longest
+        while search is not None and at < len(text):
+            whole = search(text, at)
+            if whole is None:
                 return None
-            if search is not None:
-                found = search(text, start)
-                if found is None:
-                    return None
-                start = found.start()
-            if longest is not None:
-                # The longest content starting here, in one C call: trying each length of the
-                # contents that start alike (a slice and a lookup each) cost about 2 us a match,
-                # and "<|eot_id|>" * 80,000 encoded in 0.20 s against tokenizers' 0.11 s.
-                whole = longest(text, start)
-                if whole is not None:
-                    matched = self.by_content[whole.group()]
-                    if start >= normalized_from or not matched.normalized:
-                        return start, whole.group(), matched
+            start = whole.start()
+            content = whole.group()
+            matched = self._entries[content]
+            if start >= normalized_from or not matched.normalized:
+                return start, content, matched
+            # A normalized content where only raw ones may start: a shorter raw one may.
             for key in (text[start : start + 2], text[start]):  # two-character contents and longer, then one
                 for length in self.lengths.get(key, ()):
-                    content = text[start : start + length]
-                    token = self.by_content.get(content)
-                    if token is not None and (start >= normalized_from or not token.normalized):
-                        return start, content, token
+                    shorter = text[start : start + length]
+                    token = self._entries.get(shorter)
+                    if token is not None and not token.normalized:
+                        return start, shorter, token
             at = start + 1
+        return None
 
 
-class _Occurrences:
-    """The next occurrence of each needle in ``text``, searched again only when the scan passes it."""
-
-    def __init__(self, text: str, needles: Iterable[str]) -> None:
-        self.text = text
-        self.heap = [(position, needle) for needle in needles if (position := text.find(needle)) >= 0]
-        heapq.heapify(self.heap)
-
-    def first_at_or_after(self, at: int) -> int:
-        """The smallest position >= ``at`` where a needle occurs, or -1."""
-        heap = self.heap
-        while heap and heap[0][0] < at:
-            needle = heap[0][1]
-            position = self.text.find(needle, at)
-            if position < 0:
-                heapq.heappop(heap)
-            else:
-                heapq.heapreplace(heap, (position, needle))
-        return heap[0][0] if heap else -1
