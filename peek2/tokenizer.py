@@ -38,7 +38,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2.bpe import huge_pages
-from peek2.bpe.decode import ids_bytes, ids_texts
+from peek2.bpe.decode import PlainDecode, ids_bytes, ids_texts
 from peek2.bpe.engine_tables import engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
@@ -239,6 +239,8 @@ class Tokenizer:
                 self._any_token,
                 self._prefix_space,
             )
+        if type(self).decode is Tokenizer.decode and type(self).decode_bytes is Tokenizer.decode_bytes:
+            self.__dict__["decode"] = PlainDecode(self._id_bytes, self)  # (see there)
         if type(self).encode_ordinary is Tokenizer.encode_ordinary:
             ordinary_normalize = self._normalize if self._normalizes else None
             self.__dict__["encode_ordinary"] = OrdinaryEncode(self._engine, ordinary_normalize, self._ascii_is_normal, self._prefix_space, self)
@@ -781,6 +783,9 @@ class Tokenizer:
             TypeError: ``ids`` is not a sequence of integers.
             ValueError: an id is negative or not in the vocabulary.
         """
+        return self._decode(ids, skip_special_tokens)
+
+    def _decode(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool) -> str:
         return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", errors="replace")
 
     def decode_bytes(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool = True) -> bytes:

@@ -151,6 +151,43 @@ def test_compiled_encode_ordinary_is_the_method(data_dir: Path) -> None:
     assert Mine.from_file(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").encode_ordinary("Hello") == [7]
 
 
+def test_compiled_decode_is_the_method(data_dir: Path) -> None:
+    """A bug hunt: one id a call (a generation loop) decoded at half tokenizers' speed, the
+    interpreted method's checks costing more than the decode. The instance's decode is compiled
+    (PlainDecode) for a list of ints; everything else goes to the method, with its messages."""
+    import numpy as np
+
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    tok, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
+    assert type(tok.decode).__name__ == "PlainDecode"
+    again = pickle.loads(pickle.dumps(tok.decode))
+    assert len(pickle.dumps(tok.decode)) < 1000
+    cases: list[object] = [[], [9906], [128000, 9906, 1917, 128009], [15722, 17185], [128000] * 3]
+    for ids in cases:
+        for skip in (True, False):
+            expected = reference.decode(ids, skip_special_tokens=skip)  # type: ignore[arg-type]
+            assert again(ids, skip) == tok.decode(ids, skip) == Tokenizer.decode(tok, ids, skip) == expected, (ids, skip)  # type: ignore[arg-type]
+            assert tok.decode(np.array(ids, dtype=np.int64), np.bool_(skip)) == expected
+            assert tok.decode(tuple(ids), skip_special_tokens=skip) == expected  # type: ignore[arg-type]
+    assert tok.decode([9906, np.int32(1917)]) == "Hello world"
+    for bad, error, message in (
+        ([2**70], ValueError, "token id 1180591620717411303424 is not in the vocabulary"),
+        ([-1], ValueError, "token id -1 is not in the vocabulary"),
+        ([1.0], TypeError, "ids must be int, not float"),
+        ("abc", TypeError, "ids must be a sequence of int, not str"),
+    ):
+        with pytest.raises(error, match=message):
+            tok.decode(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="skip_special_tokens must be a bool"):
+        tok.decode([9906], "no")  # type: ignore[arg-type]
+
+    class Mine(Tokenizer):
+        def decode_bytes(self, ids: object, skip_special_tokens: bool = True) -> bytes:  # type: ignore[override]
+            return b"mine"
+
+    assert Mine.from_file(path).decode([9906]) == "mine"
+
+
 @pytest.mark.parametrize("bad", [None, 5, b"bytes", ["text"]])
 def test_encode_rejects_non_str(pair: tuple[Tokenizer, Reference], bad: object) -> None:
     ours, _ = pair
