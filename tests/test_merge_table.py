@@ -226,3 +226,25 @@ def test_huge_pages_can_be_turned_off(data_dir: Path) -> None:
 def test_huge_pages_refuse_objects_without_a_buffer() -> None:
     with pytest.raises(TypeError, match="bytes-like|buffer"):
         huge_pages.advise([object()])
+
+
+@pytest.mark.parametrize("model", ["llama3.2", "qwen3", "gpt4o"])
+def test_pieces_around_the_block_limit_merge_as_tokenizers(data_dir: Path, model: str) -> None:
+    """Pieces of fewer than HEAP_MIN_BYTES symbols merge with block minima, longer ones with the
+    heap: both must give the reference's ids, at the limit and on either side of it (the limit
+    went from 256 to 2048 symbols, where block minima stay faster than the heap: a bug hunt
+    measured words of 256 bytes and more at 0.67-0.85x tiktoken)."""
+    path = data_dir / "tokenizers" / model / "tokenizer.json"
+    ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
+    limit = merger.HEAP_MIN_BYTES
+    rng = random.Random(limit)
+    tokens = [t for t in reference.get_vocab() if t.isalpha() and t.isascii() and t.islower()]
+    for length in (limit // 8, 255, 256, 257, limit - 1, limit, limit + 1, 2 * limit + 3):
+        for alphabet in ("ab", "acgt", "abcdefghijklmnopqrstuvwxyz"):
+            word = "".join(rng.choice(alphabet) for _ in range(length))
+            words = [word, "x" + "".join(rng.choice(tokens) for _ in range(length // 3))[: length - 1]]
+            for text in words:
+                ours._engine.cache.clear()
+                assert ours.encode(text, add_special_tokens=False) == reference.encode(text, add_special_tokens=False).ids, (length, text[:40])
+        cjk = "".join(chr(rng.randrange(0x4E00, 0x9FA0)) for _ in range(length // 2))  # (whole characters: one symbol each)
+        assert ours.encode(cjk, add_special_tokens=False) == reference.encode(cjk, add_special_tokens=False).ids, length

@@ -161,6 +161,15 @@ cache's keys and the merge table's filter and final pairs are measured here too)
   table with every pair against the final pairs only): o200k_base XNLI -5.9%, Chinese -12%,
   sentences one by one -6.3%, English -0.9%, code -2.3%; Llama-3.1 XNLI -2.9%, Chinese -6.8%,
   sentences -2.8%, English -1%, code -3%. A load without the load cache pays 0.05 s for it.
+- HEAP_MIN_BYTES went from 256 to 2048 (positions in the block values from 8 bits to 11). The
+  block minima cost a scan of n / 8 minima a merge, which stayed below the heap's cost up to
+  about 3,000 symbols; the heap (no byte-pair table, no whole characters, four arrays made per
+  piece) cost 2.8x a byte at 256 what the blocks cost at 255. Words of random letters, 300 KB,
+  Llama-3.2, tiktoken from its tokenizer.model in the same run, the piece cache emptied before
+  each of 5 runs (medians): 256 letters 0.0361 -> 0.0132 s (tiktoken 0.044), 1,000 letters
+  0.0386 -> 0.0195 s, 2,000 letters 0.045 -> 0.029 s (1.05x -> 1.58x tiktoken); at 4,000 the
+  blocks took 0.049 s against the heap's 0.046 s. A bug hunt had found such words (DNA, long
+  lowercase runs, lines of punctuation) at 0.67-0.85x tiktoken on a busy machine.
 - Pieces go to the heap when they start as more than HEAP_MIN_BYTES - 1 symbols, not bytes
   (``_merge_text`` counts them): with whole characters, a Thai word of o200k's pattern (one piece
   of 90-180 characters, 270-540 bytes) merges in the blocks, with the pair cache and the filter.
@@ -232,7 +241,7 @@ from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, Merge
 from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
 
 POS_MASK: Final = 0xFFFFFFFF
-HEAP_MIN_BYTES: Final = 256
+HEAP_MIN_BYTES: Final = 2048
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
 ASCII_WINDOW: Final = 4096  # _run: code points a window of the text checked for ASCII (see _ascii_window)
 ASCII_PROBE: Final = 64  # ... of which these first
@@ -923,7 +932,7 @@ def _encode_plain(
 
 
 BLOCK_BITS: Final = 3  # blocks of 8 pair values in _merge_blocks
-POSITION_BITS: Final = 8  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
+POSITION_BITS: Final = 11  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
 POSITION_MASK: Final = (1 << POSITION_BITS) - 1
 
 
