@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import inspect
 import pickle
 from pathlib import Path
 
@@ -113,6 +114,13 @@ def test_a_tokenizer_adds_nothing_large_for_the_garbage_collector_to_walk(pair: 
     assert large == []
 
 
+class Kept(Tokenizer):
+    """A subclass a pickle must give back (module level: pickle finds classes by name)."""
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return [8]
+
+
 def test_compiled_encode_pickles_and_gives_way_to_a_subclass(data_dir: Path) -> None:
     path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
     tok = Tokenizer.from_file(path)
@@ -129,6 +137,17 @@ def test_compiled_encode_pickles_and_gives_way_to_a_subclass(data_dir: Path) -> 
             return [7]
 
     assert Mine.from_file(path).encode("Hello") == [7]
+    # The method checks its flags itself (a subclass's super().encode: "no" added the special
+    # tokens, a NumPy bool raised mypyc's "bool object expected"; a bug hunt).
+    import numpy as np
+
+    assert Tokenizer.encode(tok, "hi<|eot_id|>", np.False_, split_special_tokens=np.True_) == tok.encode("hi<|eot_id|>", False, split_special_tokens=True)
+    with pytest.raises(TypeError, match="add_special_tokens must be a bool, not str"):
+        Tokenizer.encode(tok, "hi", "no")  # type: ignore[arg-type]
+
+    # A pickled subclass comes back of its class (it came back a plain Tokenizer; a bug hunt).
+    mine = pickle.loads(pickle.dumps(Kept.from_file(path)))
+    assert type(mine) is Kept and mine.encode_ordinary("x") == [8]
 
 
 def test_compiled_encode_ordinary_is_the_method(data_dir: Path) -> None:
@@ -159,7 +178,13 @@ def test_compiled_decode_is_the_method(data_dir: Path) -> None:
 
     path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
     tok, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
-    assert type(tok.decode).__name__ == "PlainDecode"
+    assert type(tok._plain_decode).__name__ == "PlainDecode"
+    # The method stays in front (a later hunt: as the instance's attribute it lost its signature,
+    # its docstring, and named "__call__()" in argument errors).
+    assert str(inspect.signature(tok.decode)) == "(ids: 'Iterable[SupportsIndex]', skip_special_tokens: 'bool' = True) -> 'str'"
+    assert tok.decode.__doc__ == Tokenizer.decode.__doc__
+    with pytest.raises(TypeError, match=r"Tokenizer.decode\(\) takes from 2 to 3 positional arguments but 4 were given"):
+        tok.decode([1], True, 1)  # type: ignore[call-arg]
     again = pickle.loads(pickle.dumps(tok.decode))
     assert len(pickle.dumps(tok.decode)) < 1000
     cases: list[object] = [[], [9906], [128000, 9906, 1917, 128009], [15722, 17185], [128000] * 3]
@@ -167,8 +192,10 @@ def test_compiled_decode_is_the_method(data_dir: Path) -> None:
         for skip in (True, False):
             expected = reference.decode(ids, skip_special_tokens=skip)  # type: ignore[arg-type]
             assert again(ids, skip) == tok.decode(ids, skip) == Tokenizer.decode(tok, ids, skip) == expected, (ids, skip)  # type: ignore[arg-type]
-            assert tok.decode(np.array(ids, dtype=np.int64), np.bool_(skip)) == expected
+            for dtype in (np.int64, np.uint32, np.int16 if max(ids, default=0) < 2**15 else np.int32):
+                assert tok.decode(np.array(ids, dtype=dtype), np.bool_(skip)) == expected
             assert tok.decode(tuple(ids), skip_special_tokens=skip) == expected  # type: ignore[arg-type]
+            assert tok.decode([np.int64(i) for i in ids], skip) == expected  # type: ignore[arg-type]
     assert tok.decode([9906, np.int32(1917)]) == "Hello world"
     for bad, error, message in (
         ([2**70], ValueError, "token id 1180591620717411303424 is not in the vocabulary"),
@@ -186,6 +213,9 @@ def test_compiled_decode_is_the_method(data_dir: Path) -> None:
             return b"mine"
 
     assert Mine.from_file(path).decode([9906]) == "mine"
+    assert tok.decode([True, 0]) == reference.decode([1, 0])  # (bools are ints to both)
+    with pytest.raises(TypeError, match=r"ids must be int, not list \(\[9906\]\)"):  # (2-d: the method's message)
+        tok.decode(np.array([[9906]]))
 
 
 @pytest.mark.parametrize("bad", [None, 5, b"bytes", ["text"]])
