@@ -23,10 +23,26 @@ def _located_as_main() -> bool:
     if sys.argv[:1] != ["-m"]:
         return False
     args = getattr(sys, "orig_argv", [])[1:]
-    for k, arg in enumerate(args):
-        if arg.startswith("-") and not arg.startswith("--") and "m" in arg[1:]:
-            rest = arg[arg.index("m", 1) + 1 :]
-            return (rest or (args[k + 1] if k + 1 < len(args) else "")) == "peek2"
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        if arg == "--check-hash-based-pycs":
+            k += 2  # (its value follows)
+            continue
+        if not arg.startswith("-") or arg.startswith("--") or arg == "-":
+            return False  # a script, a long option, stdin: not "-m peek2"
+        for at in range(1, len(arg)):
+            option = arg[at]
+            if option in "WX":  # (its value is the rest of the argument, or the next one: "-Xfrozen_modules=off")
+                k += 1 if at + 1 < len(arg) else 2
+                break
+            if option == "c":
+                return False
+            if option == "m":
+                rest = arg[at + 1 :]
+                return (rest or (args[k + 1] if k + 1 < len(args) else "")) == "peek2"
+        else:
+            k += 1
     return False
 
 

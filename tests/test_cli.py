@@ -188,6 +188,25 @@ def test_interrupt_while_python_m_peek2_imports_prints_no_traceback(tmp_path: Pa
     assert plain.stdout.strip() == "True"
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-m", "peek2"], True), (["-mpeek2"], True), (["-Im", "peek2"], True), (["-I", "-E", "-m", "peek2", "encode"], True),
+        # Options with values holding an "m" (a later hunt: each of these was read as "-m" + the rest)
+        (["-Xfrozen_modules=off", "-m", "peek2"], True), (["-Ximporttime", "-m", "peek2"], True),
+        (["-Wignore::DeprecationWarning:mymod", "-m", "peek2"], True), (["-W", "m", "-m", "peek2"], True),
+        (["--check-hash-based-pycs", "always", "-m", "peek2"], True),
+        (["-m", "peek2x"], False), (["-m", "other"], False), (["-c", "import peek2"], False), (["script.py"], False),
+    ],
+)
+def test_python_m_peek2_is_recognised_whatever_options_come_first(monkeypatch: pytest.MonkeyPatch, args: list[str], expected: bool) -> None:
+    import peek2
+
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    monkeypatch.setattr(sys, "orig_argv", [sys.executable, *args])
+    assert peek2._located_as_main() is expected
+
+
 def test_what_a_bug_hunt_found_in_the_command(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 23: usage errors printed argparse's usage lines; a warning about a tokenizer file its
     two lines of Python source; an id of more than 4,300 digits Python's own message and the
