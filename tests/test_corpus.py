@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -285,6 +286,22 @@ def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_d
     assert again == stats
 
 
+def test_numpy_integers_and_bools_are_options_like_ints_and_bools(tmp_path: Path, data_dir: Path) -> None:
+    """A later hunt: NumPy integers were refused for workers, shard_size, unit_bytes and the
+    seconds, as "not np.int64(5)", and a NumPy bool for split_special_tokens alone."""
+    import numpy
+
+    (tmp_path / "a.jsonl").write_text('{"text": "x <|end_of_text|>"}\n', encoding="utf-8")
+    common = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": "llmc", "quiet": True}
+    plain = peek2.corpus.tokenize(tmp_path / "a.jsonl", output=tmp_path / "p", workers=1, shard_size=1000, split_special_tokens=True, **common)
+    numpyish = peek2.corpus.tokenize(
+        tmp_path / "a.jsonl", output=tmp_path / "n", workers=numpy.int64(1), shard_size=numpy.int32(1000), unit_bytes=numpy.int64(1 << 20),
+        progress_seconds=numpy.int64(5), checkpoint_seconds=numpy.float64(1.5), split_special_tokens=numpy.True_, **common,
+    )
+    assert (plain.documents, plain.tokens) == (numpyish.documents, numpyish.tokens)
+    assert (tmp_path / "p_000000.bin").read_bytes() == (tmp_path / "n_000000.bin").read_bytes()
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
@@ -303,6 +320,7 @@ def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_d
         ("format", ["megatron"], "format must be a str, not list"),
         ("output", b"out", "output must be a str or a path"),
         ("output", 5, "output must be a str or a path"),
+        ("eos_token", 5, "eos_token must be a str (a token of the vocabulary) or None, not int"),  # (a later hunt: "token must be str")
     ],
 )
 def test_options_of_the_wrong_kind_are_refused_before_the_run(tmp_path: Path, data_dir: Path, option: str, value: object, message: str) -> None:
@@ -478,6 +496,31 @@ def test_resume_with_no_work_folder_starts_the_run(tmp_path: Path, data_dir: Pat
     (tmp_path / "k.summary.json").unlink()  # (outputs of an earlier run, whose summary is gone)
     with pytest.raises(peek2.corpus.CorpusError, match="--force"):
         peek2.corpus.tokenize(path, output=tmp_path / "k", resume=True, **options)
+
+
+def test_a_pool_broken_when_a_unit_is_handed_over_ends_the_run_with_an_error(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test run: a worker killed just before a unit was handed over broke the pool in
+    ``submit``, which raised BrokenProcessPool out of the command as a traceback (the run expected
+    it only from a result). Now it is the same error, the work kept for --resume."""
+    import concurrent.futures.process
+
+    path = tmp_path / "c.jsonl"
+    _mixed_corpus(path, 3000)
+    real = concurrent.futures.ProcessPoolExecutor.submit
+    calls = []
+
+    def submit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise concurrent.futures.process.BrokenProcessPool("A child process terminated abruptly")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures.ProcessPoolExecutor, "submit", submit)
+    with pytest.raises(CorpusError, match=r"died .*the work so far is kept in .*continue with --resume"):
+        peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", workers=2, unit_bytes=20_000, quiet=True)
+    monkeypatch.undo()
+    stats = peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", workers=2, unit_bytes=20_000, quiet=True, resume=True)
+    assert stats.documents == 3000
 
 
 def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir: Path) -> None:

@@ -25,6 +25,7 @@ import functools
 import json
 import math
 import multiprocessing
+import operator
 import os
 import re
 import shutil
@@ -219,6 +220,17 @@ def tokenize(
             raise CorpusError(f"{name} must be a str, not {type(word).__name__} ({word!r})")
     if not isinstance(output, (str, os.PathLike)) or not isinstance(os.fspath(output), str):
         raise CorpusError(f"output must be a str or a path (a prefix of file names), not {type(output).__name__} ({output!r})")
+    if eos_token is not None and not isinstance(eos_token, str):
+        raise CorpusError(f"eos_token must be a str (a token of the vocabulary) or None, not {type(eos_token).__name__} ({eos_token!r})")
+    if split_special_tokens is not None:
+        try:
+            split_special_tokens = as_flag(split_special_tokens, "split_special_tokens")
+        except TypeError:
+            raise CorpusError(f"split_special_tokens must be True, False or None (the format's default), not {split_special_tokens!r}") from None
+    # (NumPy integers are integers, as everywhere in peek2; their repr named no type: "not np.int64(5)")
+    workers = _integer(workers) if workers is not None else None
+    shard_size, unit_bytes = _integer(shard_size), _integer(unit_bytes)
+    progress_seconds, checkpoint_seconds = _integer(progress_seconds), _integer(checkpoint_seconds)
     for seconds, name in ((progress_seconds, "progress_seconds"), (checkpoint_seconds, "checkpoint_seconds")):
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < math.inf:
             raise CorpusError(f"{name} must be a number of seconds (0 or more), not {seconds!r}")
@@ -261,8 +273,6 @@ def tokenize(
     dtype = token_dtype(format, tok.vocab_size)
     # llm.c's fineweb.py encodes a document's text as text (tiktoken's encode_ordinary,
     # tokenizers' split_special_tokens): a "<|endoftext|>" quoted in a web page is no document end.
-    if split_special_tokens is not None and not isinstance(split_special_tokens, bool):
-        raise CorpusError(f"split_special_tokens must be True, False or None (the format's default), not {split_special_tokens!r}")
     split = format == "llmc" if split_special_tokens is None else split_special_tokens
     options = Options(format, text_key, append_eos, eos_id, add_special_tokens, shard_size, unit_bytes, dtype, skip_bad, empty_length, split)
     output = os.fspath(output)
@@ -340,6 +350,13 @@ def tokenize(
         return _run(run, manifest, sources, tok, options, workers, reporter, checkpoint_seconds, started, resume, ray)
     finally:
         run.release()
+
+
+def _integer(value: Any) -> Any:
+    """``value`` as a Python int where it is a NumPy integer; anything else as it is (checked by the caller)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "__index__") and not isinstance(value, bool) and type(value).__name__ not in ("bool", "bool_"):
+        return operator.index(value)
+    return value
 
 
 def _flag(value: object, name: str) -> bool:
@@ -574,7 +591,15 @@ def _run(
                     last_checkpoint = time.monotonic()
 
             for unit in units:
-                window.append((unit, pool.submit(_encode_in_worker, unit)))
+                try:
+                    pending = pool.submit(_encode_in_worker, unit)
+                except concurrent.futures.process.BrokenProcessPool as error:
+                    # A worker died before this unit went out: the error a waited result gives
+                    # (it escaped as a traceback when the executor saw the death first; a test run).
+                    pending = concurrent.futures.Future()
+                    pending.set_exception(error)
+                    result_of(pending)
+                window.append((unit, pending))
                 if not spawned:
                     spawned.extend(getattr(pool, "_processes", {}).values())
                 if len(window) >= 2 * workers:
