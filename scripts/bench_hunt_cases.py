@@ -1,0 +1,155 @@
+"""Calls that bug hunts found slower than the reference, each timed beside that reference in one run.
+
+    python scripts/bench_hunt_cases.py [--runs 5] [--data ../shared/data] [--only decode]
+
+Each case is one call on one input, in peek2 and in the reference engine (tokenizers, or tiktoken
+for a rank file), interleaved; the figures are CPU seconds (``time.process_time``), medians of
+``--runs``, and the ratio is the reference's time over peek2's (above 1: peek2 is faster). peek2's
+piece cache is emptied before each of its runs (text it has not seen). Every case checks first that
+both engines give the same ids (or text). The cases, and the stop of the project that measured
+them before and after its change, are in each case's label:
+
+- ``rank file specials``: a tiktoken rank file (Llama-3.2's ``tokenizer.model``) on text dense
+  with special tokens, against ``tiktoken.Encoding.encode(allowed_special="all")``;
+- ``decode one id``: a generation loop's ``decode([id])``, and the same with a tuple, a NumPy
+  integer and a one-id array, against tokenizers' ``decode``;
+- ``offsets NFC marks``: Qwen3's ``encode_with_offsets`` of runs of marks that decompose, against
+  tokenizers' ``encode`` (which always computes offsets);
+- ``long words``: words of 256 to 2,000 random letters (one piece each), Llama-3.2's file against
+  tiktoken with its ``tokenizer.model``;
+- ``async held run``: ``async_encode`` of a run the stream holds whole, against tokenizers'
+  ``async_encode``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from functools import partial
+from typing import Any
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from peek2 import PATTERNS, Tokenizer  # noqa: E402
+from peek2.serving.aio import async_encode  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+Case = tuple[str, Callable[[], object], Callable[[], object], Callable[[], None] | None]
+
+
+def cpu_medians(ours: Callable[[], object], reference: Callable[[], object], runs: int, before: Callable[[], None] | None) -> tuple[float, float]:
+    """Medians of CPU seconds of each, the two taking turns (drift hits both alike)."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        if before is not None:
+            before()
+        for run, kept in ((ours, times[0]), (reference, times[1])):
+            start = time.process_time()
+            run()
+            kept.append(time.process_time() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def each(call: Callable[[Any], object], items: Iterable[Any]) -> list[object]:
+    return [call(item) for item in items]
+
+
+def run_coroutine(make: Callable[[], Coroutine[Any, Any, object]]) -> object:
+    return asyncio.run(make())
+
+
+def cases(data: Path, only: str) -> list[Case]:
+    import numpy as np
+    import tiktoken
+    import tokenizers
+    from tiktoken.load import load_tiktoken_bpe
+
+    files = data / "tokenizers"
+    out: list[Case] = []
+    rng = random.Random(7)
+    if only in ("", "rank"):
+        specials = {"<|begin_of_text|>": 128000, "<|eot_id|>": 128009}
+        model = str(files / "llama3.2" / "tokenizer.model")
+        ours = Tokenizer.from_tiktoken(model, pattern="llama3", special_tokens=specials)
+        theirs = tiktoken.Encoding("llama3.2", pat_str=PATTERNS["llama3"], mergeable_ranks=load_tiktoken_bpe(model), special_tokens=specials)
+        for text in ("<|eot_id|>x" * 50_000, "<|begin_of_text|> hello world, how are you today?" * 20_000):
+            assert ours.encode(text) == theirs.encode(text, allowed_special="all")
+            out.append((f"rank file specials {text[:14]!r}", partial(ours.encode, text), partial(theirs.encode, text, allowed_special="all"), ours._engine.cache.clear))
+    if only in ("", "decode"):
+        path = str(files / "llama3.1" / "tokenizer.json")
+        ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+        ids = [rng.randrange(1000, 100_000) for _ in range(50_000)]
+        forms: dict[str, list[object]] = {
+            "list": [[i] for i in ids],
+            "tuple": [(i,) for i in ids],
+            "NumPy int in a list": [[np.int64(i)] for i in ids],
+            "one-id array": [np.array([i]) for i in ids],
+        }
+        for name, batch in forms.items():
+            assert [ours.decode(b) for b in batch[:100]] == [ref.decode(b) for b in batch[:100]]  # type: ignore[arg-type]
+            out.append((f"decode one id ({name}) x 50,000", partial(each, ours.decode, batch), partial(each, ref.decode, batch), None))
+    if only in ("", "offsets"):
+        path = str(files / "qwen3" / "tokenizer.json")
+        ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000):
+            got, expected = ours.encode_with_offsets(text, add_special_tokens=False), ref.encode(text, add_special_tokens=False)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
+            out.append((
+                f"offsets NFC marks {text[:3]!r}",
+                partial(ours.encode_with_offsets, text, add_special_tokens=False),
+                partial(ref.encode, text, add_special_tokens=False),
+                ours._engine.cache.clear,
+            ))
+    if only in ("", "long"):
+        ours = Tokenizer.from_file(files / "llama3.2" / "tokenizer.json")
+        model = str(files / "llama3.2" / "tokenizer.model")
+        theirs = tiktoken.Encoding("llama3.2", pat_str=PATTERNS["llama3"], mergeable_ranks=load_tiktoken_bpe(model), special_tokens={})
+        for length in (256, 1000, 2000):
+            words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(length)) for _ in range(300_000 // length)]
+            assert [ours.encode(w, add_special_tokens=False) for w in words[:10]] == [theirs.encode(w) for w in words[:10]]
+            out.append((
+                f"long words of {length} letters",
+                partial(each, partial(ours.encode, add_special_tokens=False), words),
+                partial(each, theirs.encode, words),
+                ours._engine.cache.clear,
+            ))
+    if only in ("", "async"):
+        for name, text in (("llama3.1", "\n" + " " * 200_000), ("qwen3", "e" + "\u0301\u0323" * 100_000)):
+            path = str(files / name / "tokenizer.json")
+            ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+
+            async def reference(t: str = text, r: tokenizers.Tokenizer = ref) -> list[int]:
+                return (await r.async_encode(t, add_special_tokens=False)).ids  # type: ignore[no-any-return]
+
+            def peek2_async(t: str = text, o: Tokenizer = ours) -> list[int]:
+                return asyncio.run(async_encode(o, t, add_special_tokens=False))
+
+            assert peek2_async() == asyncio.run(reference())
+            out.append((f"async held run {name} {text[:3]!r}", peek2_async, partial(run_coroutine, reference), ours._engine.cache.clear))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async"], default="")
+    args = parser.parse_args()
+    print(f"CPU seconds, medians of {args.runs} interleaved runs; ratio = reference / peek2")
+    print(f"  {'case':44} {'peek2':>8} {'reference':>10} {'ratio':>7}")
+    for label, ours, reference, before in cases(args.data, args.only):
+        mine, theirs = cpu_medians(ours, reference, args.runs, before)
+        print(f"  {label:44} {mine:8.4f} {theirs:10.4f} {theirs / mine:6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
