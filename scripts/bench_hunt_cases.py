@@ -103,7 +103,7 @@ def cases(data: Path, only: str) -> list[Case]:
             got, expected = ours.encode_with_offsets(text, add_special_tokens=False), ref.encode(text, add_special_tokens=False)
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
             out.append((
-                f"offsets NFC marks {text[:3]!r}",
+                f"offsets NFC marks {ascii(text[:3])}",
                 partial(ours.encode_with_offsets, text, add_special_tokens=False),
                 partial(ref.encode, text, add_special_tokens=False),
                 ours._engine.cache.clear,
@@ -133,7 +133,7 @@ def cases(data: Path, only: str) -> list[Case]:
                 return asyncio.run(async_encode(o, t, add_special_tokens=False))
 
             assert peek2_async() == asyncio.run(reference())
-            out.append((f"async held run {name} {text[:3]!r}", peek2_async, partial(run_coroutine, reference), ours._engine.cache.clear))
+            out.append((f"async held run {name} {ascii(text[:3])}", peek2_async, partial(run_coroutine, reference), ours._engine.cache.clear))
     return out
 
 
