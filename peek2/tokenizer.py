@@ -52,7 +52,7 @@ from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
 from peek2.argument_checks import check_ids, check_texts, is_array, text_error
-from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, occurrence_pattern
+from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, ContentSearch
 from peek2.normalize.aligned import nfc_aligned
 from peek2.normalize.nfc import nfc
 from peek2.pretokenize.families import FAMILIES
@@ -209,9 +209,9 @@ class Tokenizer:
         self._needles = [(needle[0], needle) for needle in sorted(needles)]
         # Whether a whole added token occurs, asked in C when a needle does (text that only starts
         # like one, "<|im_start|" or "<think", then takes the plain path): every content, raw and
-        # normalized, in one trie.
-        occurs = occurrence_pattern(set(self._raw_matcher.by_content) | set(self._normalized_matcher.by_content))
-        self._any_token = occurs.search if occurs is not None else None
+        # normalized, in one trie (the long ones alone: see ContentSearch).
+        occurs = ContentSearch(set(self._raw_matcher.by_content) | set(self._normalized_matcher.by_content))
+        self._any_token = None if occurs.empty else occurs.occurs
         # A normalizer may turn non-ASCII text into a normalized token's characters (NFC: U+212A
         # KELVIN SIGN -> "K"), so the raw text's needles do not rule those tokens out.
         self._normalized_tokens = bool(self._normalized_matcher.by_content) and spec.normalizer is not None
@@ -593,7 +593,7 @@ class Tokenizer:
             if first in text and needle in text:
                 # Raw text is the normalized text here (ASCII, or no normalized tokens): no whole
                 # content in it means no match for either matcher.
-                return self._any_token is None or self._any_token(text) is None
+                return self._any_token is None or not self._any_token(text)
         return True
 
     def encode_ordinary(self, text: str) -> list[int]:

@@ -19,7 +19,7 @@ import tokenizers
 import unicodedata2  # type: ignore[import-not-found]
 
 from peek2.tokenizer import Tokenizer
-from tests.scaling import growth
+from tests.scaling import growth, paired_ratio
 
 
 def qwen3_chat(turns: int) -> str:
@@ -53,6 +53,63 @@ def test_added_tokens_found_in_linear_time(qwen3_files: tuple[Tokenizer, tokeniz
     assert tok.encode(text) == ref.encode(text).ids
     assert tok.count(text) == len(ref.encode(text).ids)
     assert growth(make, tok.encode, 2000) < 6
+
+
+def test_long_added_token_near_misses_cost_no_more_than_short_ones(data_dir: Path) -> None:
+    """A bug hunt: an added token of ``"-" * 2000 + ">"`` over ``"-" * 100000`` took 19x
+    tokenizers' encode, since the search of the contents' trie followed the text 2,000 characters
+    deep at each position. The cost of the near misses no longer grows with the token's length:
+    measured 1.0x for 2,000 against 500 characters, 3.2x before."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+
+    def with_dashes(length: int) -> tuple[Tokenizer, tokenizers.Tokenizer]:
+        added = dict(spec, added_tokens=spec["added_tokens"] + [
+            {"id": 128256, "content": "-" * length + ">", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False},
+            {"id": 128257, "content": "<-@", "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True},
+        ])
+        text = json.dumps(added)
+        return Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+
+    (short, short_ref), (long, long_ref) = with_dashes(500), with_dashes(2000)
+    text = "-" * 100_000
+    found = "x" + "-" * 2000 + ">y<-@" + "-" * 2999 + ">" + "<" + "-" * 2001 + ">-" * 3
+    for sample in (text, text + ">", found, found * 3):
+        assert short.encode(sample) == short_ref.encode(sample).ids
+        assert long.encode(sample) == long_ref.encode(sample).ids
+    assert long.encode(found).count(128256) == 3
+    assert paired_ratio(lambda: short.encode(text), lambda: long.encode(text)) < 2
+
+
+def test_matcher_with_long_contents_finds_leftmost_longest() -> None:
+    """Contents longer than the trie holds (``TRIE_DEPTH``) are searched alone: on random contents
+    of both kinds sharing prefixes, the matcher's tokens are the leftmost-longest ones."""
+    from peek2.normalize.added_tokens import TRIE_DEPTH, AddedTokenMatcher
+    from peek2.spec import AddedToken
+
+    rng = random.Random(2000)
+    for _ in range(150):
+        stem = "".join(rng.choice("ab") for _ in range(TRIE_DEPTH - 2))
+        contents = {"".join(rng.choice("ab<") for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(0, 6))}
+        contents |= {stem[: rng.randint(TRIE_DEPTH - 4, TRIE_DEPTH - 2)] + "".join(rng.choice("ab<") for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 5))}
+        ordered = sorted(contents)
+        matcher = AddedTokenMatcher([AddedToken(id=k, content=c, special=True) for k, c in enumerate(ordered)])
+        for _ in range(10):
+            text = "".join(rng.choice([stem, stem[:TRIE_DEPTH // 2], rng.choice(ordered), "a", "b", "<"]) for _ in range(rng.randint(0, 12)))
+            expected: list[tuple[int, int, int]] = []
+            at = done = 0
+            while at < len(text):
+                starts = [(k, c) for k in range(at, len(text)) for c in ordered if text.startswith(c, k)]
+                if not starts:
+                    break
+                first = min(k for k, _ in starts)
+                content = max((c for k, c in starts if k == first), key=len)
+                if done < first:
+                    expected.append((done, first, -1))
+                expected.append((first, first + len(content), ordered.index(content)))
+                at = done = first + len(content)
+            if done < len(text):
+                expected.append((done, len(text), -1))
+            assert matcher.spans(text, False) == expected, (ordered, text)
 
 
 def test_non_special_token_with_newline_linear(data_dir: Path) -> None:

@@ -841,7 +841,7 @@ class PlainEncode:
         self.prefix: Final = prefix
         self.suffix: Final = suffix
         self.fallback: Final = fallback
-        self.any_token: Final = any_token  # None, or a search for a whole added token (see Tokenizer._plain)
+        self.any_token: Final = any_token  # None, or whether a whole added token occurs (see Tokenizer._plain)
         self.prefix_space: Final = prefix_space  # a ByteLevel's add_prefix_space (see TokenizerSpec)
 
     def __reduce__(self) -> tuple[object, tuple[object, str]]:
@@ -865,7 +865,7 @@ class PlainEncode:
             return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
         for first, needle in self.needles:
             if first in text and needle in text:
-                if self.any_token is None or self.any_token(text) is not None:
+                if self.any_token is None or self.any_token(text):
                     return self.fallback(text, add_special_tokens, split_special_tokens=split_special_tokens)  # type: ignore[no-any-return]
                 break  # it only starts like an added token: the plain path
         head = self.prefix if add_special_tokens is True else _NO_IDS

@@ -25,6 +25,14 @@ search a match (above) and native flags (``_Entry``), with the tokenizer encodin
 compiled loop (``BytePairEncoder.encode_spans``): 0.051 -> 0.034 s, a Qwen3 chat transcript of
 8,000 turns 0.110 -> 0.074 s (tokenizers 0.63 s), a tiktoken rank file's ``"<|endoftext|>x" *
 50000`` 0.089 -> 0.031 s (tiktoken 0.017 s: its special tokens are one Rust regex search).
+
+A content longer than ``TRIE_DEPTH`` characters is not in the trie but searched alone
+(``ContentSearch``): at each position the trie may follow the text as deep as the longest content
+before it fails, and an added token of ``"-" * 2000 + ">"`` over ``"-" * 100000`` took 19x
+tokenizers' whole encode (a bug hunt). ``str.find`` of a long needle is linear (CPython's two-way
+search), and each long content is searched once for each occurrence that a match passes, so the
+cost is the text's length for each long content: files have none (their longest contents are
+about 30 characters), and a file with a few is still linear.
 """
 
 from __future__ import annotations
@@ -91,6 +99,64 @@ def occurrence_pattern(contents: Iterable[str], longest: bool = False) -> re.Pat
     return re.compile(alternatives(trie)) if trie else None
 
 
+TRIE_DEPTH = 64
+"""The longest content searched in the trie (``occurrence_pattern``); longer ones alone."""
+
+
+class ContentSearch:
+    """Where contents occur: the contents of at most ``TRIE_DEPTH`` characters as their trie
+    (``occurrence_pattern``), each longer one with ``str.find`` (see the module notes)."""
+
+    def __init__(self, contents: Iterable[str], longest: bool = False) -> None:
+        distinct = {content for content in contents if content}
+        pattern = occurrence_pattern([content for content in distinct if len(content) <= TRIE_DEPTH], longest)
+        self._search = pattern.search if pattern is not None else None
+        self.long: list[str] = sorted(content for content in distinct if len(content) > TRIE_DEPTH)
+        self.empty = not distinct
+
+    def occurs(self, text: str) -> bool:
+        """Whether one of the contents occurs in ``text``."""
+        if self._search is not None and self._search(text) is not None:
+            return True
+        for content in self.long:
+            if content in text:
+                return True
+        return False
+
+    def leftmost(self, text: str, at: int, nexts: list[int]) -> tuple[int, str] | None:
+        """The leftmost occurrence of a content at or after ``at`` and the longest content there
+        (from the trie, the longest if built ``longest``), as ``(start, content)``.
+
+        ``nexts`` holds, for each long content, where it occurs next at or after the last search's
+        ``at`` (-2 not searched yet, -1 nowhere): the caller keeps it for the searches of one text,
+        whose ``at`` never decreases, so that each long content is searched again only once a
+        match has passed where it occurs."""
+        if not self.long and self._search is not None:  # (every file seen: no long content)
+            whole = self._search(text, at)
+            return None if whole is None else (whole.start(), whole.group())
+        start = -1
+        content = ""
+        for k in range(len(self.long)):
+            found = nexts[k]
+            if found == -1:
+                continue
+            if found < at:
+                found = text.find(self.long[k], at)
+                nexts[k] = found
+                if found < 0:
+                    continue
+            if start < 0 or found < start or (found == start and len(self.long[k]) > len(content)):
+                start = found
+                content = self.long[k]
+        if self._search is not None:
+            # A short content that starts no later than ``start`` ends within TRIE_DEPTH of it: the
+            # search stops there rather than going on to the end of the text after each match.
+            whole = self._search(text, at) if start < 0 else self._search(text, at, start + TRIE_DEPTH)
+            if whole is not None and (start < 0 or whole.start() < start):
+                return whole.start(), whole.group()
+        return (start, content) if start >= 0 else None
+
+
 class _Entry:
     """An added token's fields as native attributes (this module is compiled): ``spans`` reads
     four of them at every match, and each of a dataclass's cost a dictionary lookup."""
@@ -134,8 +200,7 @@ class AddedTokenMatcher:
         # A match starts at an occurrence of one of these (see the module notes).
         self.needles = frozenset(content[:2] for content in self.by_content)
         # Where a whole content starts (see _find).
-        longest = occurrence_pattern(self.by_content, longest=True)
-        self._search_longest = longest.search if longest is not None else None
+        self._contents = ContentSearch(self.by_content, longest=True)
 
     def has_needle(self, text: str, start: int = 0) -> bool:
         """Whether a token may start in ``text`` (an occurrence of a needle) that does not end before
@@ -191,8 +256,9 @@ class AddedTokenMatcher:
             return [(done, n, -1)] if done < n else []
         out: list[tuple[int, int, int]] = []
         at = 0  # where the search for the next match goes on: the end of the last match
+        nexts = [-2] * len(self._contents.long)  # (see ContentSearch.leftmost)
         while at < n:
-            hit = self._find(text, at, done if self.normalized_in_gaps else 0)
+            hit = self._find(text, at, done if self.normalized_in_gaps else 0, nexts)
             if hit is None:
                 break
             found, content, token = hit
@@ -236,7 +302,7 @@ class AddedTokenMatcher:
             out.append((done, n, -1))
         return out
 
-    def _find(self, text: str, at: int, normalized_from: int) -> tuple[int, str, _Entry] | None:
+    def _find(self, text: str, at: int, normalized_from: int, nexts: list[int]) -> tuple[int, str, _Entry] | None:
         """The leftmost match at or after ``at``; the longest among those starting there (a
         normalized token only from ``normalized_from`` on)."""
         # One C call finds the leftmost start of a content and the longest content there (the
@@ -244,13 +310,12 @@ class AddedTokenMatcher:
         # (``str.find``), then a search for the start of any content, then the longest content
         # there: three steps a match, about 1 us, where tiktoken takes 0.3 us ("<|endoftext|>x"
         # * 50,000 at 0.19x its speed; a bug hunt).
-        search = self._search_longest
-        while search is not None and at < len(text):
-            whole = search(text, at)
+        contents = self._contents
+        while not contents.empty and at < len(text):
+            whole = contents.leftmost(text, at, nexts)
             if whole is None:
                 return None
-            start = whole.start()
-            content = whole.group()
+            start, content = whole
             matched = self._entries[content]
             if start >= normalized_from or not matched.normalized:
                 return start, content, matched
