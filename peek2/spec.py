@@ -116,7 +116,10 @@ class TokenizerSpec:
     text between two added tokens) that does not start with one, where it spans the segment's
     first character. ``added_as_utf8``: an added token's bytes are its text's UTF-8, as tiktoken
     decodes a special token, not its characters read through the byte-level alphabet, as tokenizers
-    decodes one ("‹|\xe9|>" is "<|\ufffd|>" there).
+    decodes one ("‹|\xe9|>" is "<|\ufffd|>" there). ``notices``: what the loader found that
+    the user should hear of (the file's ids of its added tokens are not the ones tokenizers gives),
+    without the source: a ``Tokenizer`` gives each as a warning when it is made, so that a load
+    from the cache warns as the first load did.
     """
 
     family: str
@@ -135,6 +138,7 @@ class TokenizerSpec:
     trim_again: tuple[tuple[bool, bool], ...] = ()
     prefix_space: bool = False
     added_as_utf8: bool = False
+    notices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.merges, (tuple, RankedMerges)):

@@ -202,6 +202,8 @@ class Tokenizer:
         self._engine.long_pieces = self._long_pieces.block
         self._raw_matcher = AddedTokenMatcher([t for t in self._added if not t.normalized])
         self._normalized_matcher = AddedTokenMatcher([t for t in self._added if t.normalized], self._normalize)
+        for notice in spec.notices:  # (here, not in the loader: a load from the cache warns too)
+            warnings.warn(f"{spec.source}: {notice}", stacklevel=3)
         _warn_of_tokens_alike(self._added, self._normalize, spec.source)
         # One of these occurs wherever an added token starts, raw or normalized (a superset is
         # safe): "<|", not "<", for Llama-3 and Qwen, so source code's "<" costs no matcher call.

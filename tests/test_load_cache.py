@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -159,11 +160,43 @@ def test_a_killed_writers_temporary_entry_is_removed(cache: Path, data_dir: Path
     """A process killed while writing an entry leaves its temporary file (4-10 MB): the next write
     removes it once it is stale, and never a young one, which a live process may be writing."""
     cache.mkdir(parents=True)
-    stale, young = cache / ".0123abcd.x1.tmp", cache / ".4567ef01.x2.tmp"
-    for path in (stale, young):
+    stale, young = cache / f".{'0123abcd' * 8}.x1_9ab.tmp", cache / f".{'4567ef01' * 8}.x2.tmp"
+    # Nothing else is removed: the directory may be shared ($PEEK2_CACHE_DIR=/tmp; a bug hunt
+    # found an editor's old ".notes.tmp" gone after a first load).
+    others = [cache / ".notes.tmp", cache / ".0123abcd.x1.tmp", cache / f".{'0123abcd' * 8}.tmp"]
+    for path in [stale, young, *others]:
         path.write_bytes(b"half an entry")
     old = time.time() - load_cache.STALE_SECONDS - 60
-    os.utime(stale, (old, old))
+    for path in [stale, *others]:
+        os.utime(path, (old, old))
     Tokenizer.from_file(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json")
     assert not stale.exists() and young.exists()
-    assert [p.suffix for p in entries(cache)] == [".tmp", ".tables"]
+    assert all(path.exists() for path in others)
+    assert [p.suffix for p in entries(cache)].count(".tables") == 1
+
+
+def test_a_tilde_in_the_cache_directory_is_the_home_directory(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: ``PEEK2_CACHE_DIR=~/peek2cache`` set where no shell expands it (Docker's ENV)
+    made a directory named "~" in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PEEK2_CACHE_DIR", "~/peek2cache")
+    monkeypatch.delenv("PEEK2_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    Tokenizer.from_file(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json")
+    assert not (tmp_path / "~").exists()
+    assert [p.suffix for p in entries(tmp_path / "home" / "peek2cache")] == [".tables"]
+
+
+def test_a_load_from_the_cache_warns_as_the_first_did(cache: Path, data_dir: Path, tmp_path: Path) -> None:
+    """A bug hunt: the warning that a file's added-token ids are not the ones tokenizers gives
+    them came only from the parse, so a load from the cache (another process's, later) was silent."""
+    spec = json.loads((data_dir / "tokenizers" / "qwen2" / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["added_tokens"].append({"id": 999999, "content": "<|x|>", "special": True, "normalized": False, "lstrip": False, "rstrip": False, "single_word": False})
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    message = re.escape(f"{path}: numbered as tokenizers numbers added tokens: added_tokens[3] '<|x|>' is id 151646, not the file's 999999")
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=message):
+            tok = Tokenizer.from_file(path)
+    assert len(entries(cache)) == 1
+    assert tok.encode("a<|x|>") == Reference.from_file(str(path)).encode("a<|x|>").ids

@@ -18,7 +18,6 @@ import dataclasses
 import json
 import os
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -220,7 +219,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
             if token_id in first:
                 raise TokenizerFormatError(f"{source}: model.vocab gives id {token_id} to two tokens, {first[token_id]!r} and {token!r}")
             first[token_id] = token
-    added = _numbered(added, raw_vocab, source)
+    added, notices = _numbered(added, raw_vocab, source)
     if len(vocab) < len(raw_vocab):  # added tokens listed in the vocabulary too, outside the alphabet (DeepSeek-V3)
         raw_vocab = {token: token_id for token, token_id in raw_vocab.items() if token not in contents or to_bytes(token) is not None}
     merges = _merges(_field(model, "merges", "model", source, list), raw_vocab, vocab, source)
@@ -243,6 +242,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         trim_offsets=(True, trim_steps[0][0]) if trim_steps else (False, False),
         trim_again=tuple(trim_steps[1:]),
         prefix_space=prefix_space,
+        notices=notices,
     )
 
 
@@ -356,9 +356,10 @@ def _added_tokens(raw: Any, source: str) -> list[AddedToken]:
     return tokens
 
 
-def _numbered(added: list[AddedToken], raw_vocab: dict[str, Any], source: str) -> list[AddedToken]:
+def _numbered(added: list[AddedToken], raw_vocab: dict[str, Any], source: str) -> tuple[list[AddedToken], tuple[str, ...]]:
     """The added tokens with the ids and flags tokenizers gives them. It does not take the file's
-    ids (it logs a warning where they differ): it adds the tokens in the file's order. A content of
+    ids (it logs a warning where they differ, as the notice returned beside the tokens, which the
+    tokenizer gives as a warning at each load): it adds the tokens in the file's order. A content of
     the model's vocabulary gets that token's id; any other new content the vocabulary's size, or
     one past the largest id given so far to such a content once that is past the size (a
     vocabulary token's id does not count: GPT-4o's ``<|endofprompt|>`` is 200,018 of a vocabulary
@@ -409,8 +410,8 @@ def _numbered(added: list[AddedToken], raw_vocab: dict[str, Any], source: str) -
                 )
     if moved:
         more = f" (and {len(moved) - 3} more)" if len(moved) > 3 else ""
-        warnings.warn(f"{source}: numbered as tokenizers numbers added tokens: {'; '.join(moved[:3])}{more}", stacklevel=2)
-    return numbered
+        return numbered, (f"numbered as tokenizers numbers added tokens: {'; '.join(moved[:3])}{more}",)
+    return numbered, ()
 
 
 def _step(raw: Any, path: str, source: str) -> Any:

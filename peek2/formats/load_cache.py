@@ -39,6 +39,7 @@ import gc
 import hashlib
 import os
 import pickle
+import re
 import sys
 import tempfile
 import time
@@ -80,14 +81,16 @@ def cache_dir() -> Path | None:
         return None
     explicit = os.environ.get("PEEK2_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        # (expanded here: a "~" set where no shell expands it, Docker's ENV or systemd's
+        # Environment=, made a directory named "~" wherever the process ran; a bug hunt)
+        return Path(explicit).expanduser()
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
         base = str(Path.home() / "Library" / "Caches")
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "peek2"
+    return Path(base).expanduser() / "peek2"
 
 
 class Loaded(NamedTuple):
@@ -256,11 +259,18 @@ def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
         pass
 
 
+_TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.[0-9a-z_]+\.tmp")
+"""The name of a temporary entry (``_write``): nothing else in the directory is removed, which may
+be shared ("/tmp", a project's folder: other programs' ``.*.tmp`` files went too; a bug hunt)."""
+
+
 def _remove_stale(directory: Path) -> None:
     """Remove the temporary entries of writers killed mid-write (4-10 MB each, named only by their
     writer, so never reused); one being written now is younger than ``STALE_SECONDS``."""
     now = time.time()
     for path in directory.glob(".*.tmp"):
+        if not _TEMPORARY.fullmatch(path.name):
+            continue
         try:
             if now - path.stat().st_mtime > STALE_SECONDS:
                 path.unlink()
