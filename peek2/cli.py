@@ -197,7 +197,12 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
                     raise CliError(f"--tokenizer {args.tokenizer}: a folder without a tokenizer.json")
                 return Tokenizer.from_pretrained(args.tokenizer)
             return Tokenizer.from_file(args.tokenizer)
-        return Tokenizer.from_pretrained(args.model)
+        try:
+            return Tokenizer.from_pretrained(args.model)
+        except OSError as error:
+            if type(error).__module__.startswith("huggingface_hub"):  # (their message names no repository)
+                raise CliError(f"--model {args.model}: the hub repository's tokenizer.json could not be fetched: {error}") from None
+            raise
     except FileNotFoundError as error:
         raise CliError(f"tokenizer file not found: {error.filename or error}") from None
     except OSError as error:  # a folder, no permission, ...

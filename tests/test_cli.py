@@ -96,6 +96,13 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert unreadable.returncode == 2 and "cannot read" in unreadable.stderr
     unknown = peek2("encode", "--model", "nope", stdin="x")
     assert unknown.returncode == 2 and "not a named model" in unknown.stderr
+    # (a bug hunt: a hub repository that could not be fetched was "tokenizer file not found:" and
+    # huggingface_hub's message, which names no repository)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HF_HUB_OFFLINE", "1")
+        env.setenv("HF_HOME", str(tmp_path / "hf"))
+        hub = peek2("encode", "--model", "org/nope", stdin="x")
+    assert hub.returncode == 2 and hub.stderr.startswith("peek2: --model org/nope: the hub repository's tokenizer.json could not be fetched: "), hub.stderr
     pattern = peek2("split", "--pattern", "gpt5", stdin="x")
     assert pattern.returncode == 2 and "supported families" in pattern.stderr
     # (a bug hunt: an empty --tokenizer loaded the default model)

@@ -1398,6 +1398,9 @@ def test_batch_functions_name_rows_and_check_their_arguments(data_dir: Path) -> 
     for bad in (10**6, -5, 2**33):
         with pytest.raises(ValueError, match=r"first_id must be -1 \(none\) or an id below the vocabulary size 128256, not"):
             TokenizeBatches(path, first_id=bad)
+    gpt4o = data_dir / "tokenizers" / "gpt4o" / "tokenizer.json"  # (199998 is in a gap of its ids: it was written)
+    with pytest.raises(ValueError, match=r"^first_id must be -1 \(none\) or an id of the tokenizer, not 199998: no token has it$"):
+        TokenizeBatches(gpt4o, first_id=199998)
     with pytest.raises(TypeError, match=r"last_id must be an int"):
         TokenizeBatches(path, last_id=True)  # type: ignore[arg-type]
     reference = [tok.encode(t, add_special_tokens=False) for t in ("a b", "c", "")]

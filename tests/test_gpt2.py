@@ -327,6 +327,8 @@ def test_special_tokens_checked_as_from_tiktoken_checks_them(data_dir: Path) -> 
     for special_tokens, error, message in [
         ([("<|x|>", 50257)], TypeError, "special_tokens must be a dict of str to int, not list"),
         ({"<|x|>": -1}, ValueError, "the id of '<|x|>' must not be negative, not -1"),
+        # (a bug hunt: "<a>" decoded as "<b>")
+        ({"<a>": 300000, "<b>": 300000}, ValueError, "special_tokens: '<a>' and '<b>' have the same id, 300000"),
     ]:
         with pytest.raises(error, match=message):
             peek2.Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe", special_tokens=special_tokens)  # type: ignore[arg-type]

@@ -57,11 +57,16 @@ def ids_column(
 
 def delimiter_id(tokenizer: Tokenizer, value: object, name: str) -> int:
     """``first_id``/``last_id`` checked: -1 (none) or an id of the tokenizer (an id past the
-    vocabulary was written as it was, and -5 was taken for none; a bug hunt)."""
+    vocabulary, or one in a gap of its ids, was written as it was, and -5 was taken for none; bug hunts)."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int (-1: none), not {type(value).__name__}")
     if value != -1 and not 0 <= value < tokenizer.vocab_size:
         raise ValueError(f"{name} must be -1 (none) or an id below the vocabulary size {tokenizer.vocab_size}, not {value}")
+    if value != -1:
+        try:
+            tokenizer.id_to_bytes(value)
+        except ValueError:  # (GPT-4o's 199998 was written, and decoded as an error; a bug hunt)
+            raise ValueError(f"{name} must be -1 (none) or an id of the tokenizer, not {value}: no token has it") from None
     return value
 
 
