@@ -27,26 +27,30 @@ class Peek2Pattern:
         UnsupportedPatternError (a ValueError): not a supported family or pattern.
     """
 
-    def __init__(self, pattern: str = "llama3") -> None:
+    def __init__(self, pattern: object = "llama3") -> None:
+        # (arguments typed object in this compiled module, checked here: mypyc's own check named
+        # no parameter, "str object expected; got None"; a bug hunt)
+        if not isinstance(pattern, str):
+            raise TypeError(_not_pattern(pattern))
         family = find_family(pattern)
         self.family: Final = family.name
         self.pattern: Final = family.pattern
         self._rules: Final = family.rules
         self._stage2: Final = family.stage2
 
-    def split(self, text: str) -> list[str]:
+    def split(self, text: object) -> list[str]:
         """The pieces of ``text``; raises TypeError for non-str, ValueError for a lone surrogate."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
         return scanner.split_pieces(text, self._stage2, self._rules)
 
-    def split_offsets(self, text: str) -> list[tuple[int, int]]:
+    def split_offsets(self, text: object) -> list[tuple[int, int]]:
         """The ``(start, end)`` character offsets of the pieces of ``text``."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
         return scanner.split_offsets(text, self._stage2, self._rules)
 
-    def split_ends(self, text: str) -> list[int]:
+    def split_ends(self, text: object) -> list[int]:
         """The end offset of each piece (the compact form: starts are the previous ends)."""
         if not isinstance(text, str):
             raise TypeError(_not_text(text))
@@ -70,23 +74,29 @@ def _not_text(text: object) -> str:
     return f"text must be str, not {type(text).__name__}{hint}"
 
 
+def _not_pattern(pattern: object) -> str:
+    return f"pattern must be a family name or pattern string (str) or a Peek2Pattern, not {type(pattern).__name__}"
+
+
 PatternLike = Union[str, Peek2Pattern]
 
 _RESOLVED: Final[dict[str, Peek2Pattern]] = {}
 
 
-def resolve(pattern: PatternLike) -> Peek2Pattern:
+def resolve(pattern: object) -> Peek2Pattern:
     """``pattern`` as a Peek2Pattern; names and pattern strings are resolved once and cached."""
     if isinstance(pattern, Peek2Pattern):
         return pattern
-    resolved = _RESOLVED.get(pattern) if isinstance(pattern, str) else None
+    if not isinstance(pattern, str):
+        raise TypeError(_not_pattern(pattern))
+    resolved = _RESOLVED.get(pattern)
     if resolved is None:
         resolved = Peek2Pattern(pattern)
         _RESOLVED[pattern] = resolved
     return resolved
 
 
-def split(text: str, pattern: PatternLike = "llama3") -> list[str]:
+def split(text: object, pattern: object = "llama3") -> list[str]:
     """Split ``text`` into pieces exactly like ``Split(Regex(pattern), "isolated")`` of tokenizers.
 
     >>> split("I've 1234 apples\\n\\n")
@@ -101,7 +111,7 @@ def split(text: str, pattern: PatternLike = "llama3") -> list[str]:
     return resolve(pattern).split(text)
 
 
-def split_offsets(text: str, pattern: PatternLike = "llama3") -> list[tuple[int, int]]:
+def split_offsets(text: object, pattern: object = "llama3") -> list[tuple[int, int]]:
     """The ``(start, end)`` character offsets of ``split(text, pattern)``.
 
     >>> split_offsets("Hi there")
