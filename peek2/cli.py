@@ -50,6 +50,10 @@ class CliError(Exception):
     """A user error: printed as ``peek2: message`` with exit status 2."""
 
 
+class _IdsError(CliError):
+    """Input to ``decode`` that is not ids (named with how many ids came before it)."""
+
+
 class OutputError(Exception):
     """The output cannot be written: printed as ``peek2: message`` with exit status 1."""
 
@@ -294,7 +298,11 @@ def _id_words(path: str) -> Iterator[str]:
     (quadratic: a 16 MB word took 12.8 s to be refused, a bug hunt).
     """
     carry = ""
+    first = True
     for text in _read_blocks(path):
+        if first and text.startswith("\ufeff"):  # (a byte-order mark, as editors on Windows write: "'\ufeff9906' is not an integer")
+            text = text[1:]
+        first = False
         text = carry + text
         cut = len(text)
         while cut > 0 and not (text[cut - 1].isspace() or text[cut - 1] in "[],"):
@@ -323,19 +331,19 @@ def _parse_ids(words: Iterable[str]) -> Iterator[int]:
     if word != "]":
         while True:
             if word is None:
-                raise CliError(f"{_IDS_USAGE}: the JSON list is not closed")
+                raise _IdsError(f"{_IDS_USAGE}: the JSON list is not closed")
             yield _integer(word)
             word = next(words, None)
             if word == "]":
                 break
             if word is None:
-                raise CliError(f"{_IDS_USAGE}: the JSON list is not closed")
+                raise _IdsError(f"{_IDS_USAGE}: the JSON list is not closed")
             if word != ",":
-                raise CliError(f"{_IDS_USAGE}: expected ',' or ']' in the JSON list, got {word!r}")
+                raise _IdsError(f"{_IDS_USAGE}: expected ',' or ']' in the JSON list, got {word!r}")
             word = next(words, None)
     extra = next(words, None)
     if extra is not None:
-        raise CliError(f"{_IDS_USAGE}: {extra[:20]!r} after the end of the JSON list")
+        raise _IdsError(f"{_IDS_USAGE}: {extra[:20]!r} after the end of the JSON list")
 
 
 _IDS_USAGE = "decode expects ids: integers separated by white space, or a JSON list"
@@ -343,10 +351,10 @@ _IDS_USAGE = "decode expects ids: integers separated by white space, or a JSON l
 
 def _integer(word: str) -> int:
     if not re.fullmatch(r"-?[0-9]+", word):
-        raise CliError(f"{_IDS_USAGE}: {word[:20]!r} is not an integer")
+        raise _IdsError(f"{_IDS_USAGE}: {word[:20]!r} is not an integer")
     if len(word.lstrip("-")) > MAX_ID_DIGITS:
         # (int() of more than 4,300 digits raises Python's own message, and the id's number was lost)
-        raise CliError(f"{_IDS_USAGE}: {word[:20]}... ({len(word):,} characters) is no token id")
+        raise _IdsError(f"{_IDS_USAGE}: {word[:20]}... ({len(word):,} characters) is no token id")
     return int(word)
 
 
@@ -367,7 +375,7 @@ def _decode(args: argparse.Namespace, out: _Output) -> int:
                     out.write(text)
                     last = text[-1]
         text = decoder.feed(batch) + decoder.finish()
-    except CliError as error:
+    except _IdsError as error:  # (only these: "standard input: it is closed (after 0 ids)"; a bug hunt)
         raise CliError(f"{error} (after {done + len(batch):,} ids)") from None
     except (TypeError, ValueError) as error:
         raise CliError(f"{error} (id number {done + _first_bad(tokenizer, batch) + 1:,} of the input)") from None

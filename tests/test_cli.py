@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer as Reference
 
+import peek2 as peek2_api
+
 
 def peek2(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "peek2", *args], input=stdin, capture_output=True, text=True)
@@ -362,9 +364,31 @@ def test_closed_standard_input_or_output_is_one_line(data_dir: Path) -> None:
     for shell, status, message in (
         (f"{command} encode --tokenizer {path} <&-", 2, "peek2: cannot read standard input: it is closed\n"),
         (f"{command} split <&-", 2, "peek2: cannot read standard input: it is closed\n"),
+        (f"{command} decode --tokenizer {path} <&-", 2, "peek2: cannot read standard input: it is closed\n"),
         (f"echo 1 | {command} decode --tokenizer {path} >&-", 1, "peek2: cannot write the output: standard output is closed\n"),
         (f"echo hi | {command} encode --tokenizer {path} >&-", 1, "peek2: cannot write the output: standard output is closed\n"),
         (f"echo hi | {command} split >&-", 1, "peek2: cannot write the output: standard output is closed\n"),
     ):
         result = subprocess.run(shell, shell=True, capture_output=False, stderr=subprocess.PIPE, text=True)
         assert (result.returncode, result.stderr) == (status, message), shell
+
+
+def test_a_tokenizer_that_is_no_regular_file_is_refused(data_dir: Path, tmp_path: Path) -> None:
+    """A bug hunt: ``--tokenizer /dev/zero`` read until memory ran out (8 GB in 4 s), and a named
+    pipe without a writer blocked for ever."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        result = subprocess.run([sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input="x", capture_output=True, text=True, timeout=120)
+        assert (result.returncode, result.stderr) == (2, f"peek2: cannot read the tokenizer {path!r}: not a regular file (a device, pipe or socket)\n")
+        with pytest.raises(OSError, match=r"not a regular file \(a device, pipe or socket\)"):
+            peek2_api.Tokenizer.from_file(path)
+
+
+def test_decode_reads_ids_after_a_byte_order_mark(data_dir: Path) -> None:
+    """A bug hunt: ids saved by a Windows editor ("\\ufeff9906 1917") were "'\\ufeff9906' is
+    not an integer"."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    for ids in ("9906 1917", "[9906, 1917]"):
+        result = subprocess.run([sys.executable, "-m", "peek2", "decode", "--tokenizer", path], input="\ufeff" + ids, capture_output=True, text=True, encoding="utf-8")
+        assert (result.returncode, result.stdout, result.stderr) == (0, "Hello world\n", "")

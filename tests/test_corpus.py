@@ -635,7 +635,13 @@ def test_inputs_outputs_and_messages_a_second_hunt_broke(tmp_path: Path, data_di
     assert peek2.corpus.tokenize(data, output=data / "out", resume=True, checkpoint_seconds=0.0, unit_bytes=16, **run).documents == 5
 
     # Prefixes that name no file, or a folder under a file; a missing tokenizer path.
-    for prefix, message in ((f"{tmp_path}{os.sep}", "names a folder"), ("", "names a folder"), (str(tmp_path / "b.jsonl" / "x"), "is a file, not a folder")):
+    for prefix, message in (
+        (f"{tmp_path}{os.sep}", "names a folder"),
+        ("", "names a folder"),
+        (str(tmp_path / "b.jsonl" / "x"), "is a file, not a folder"),
+        # (a bug hunt: "file not found: /proc/x", as if an input were missing)
+        ("/proc/x/y", "^cannot write /proc/x/y: cannot make the folder /proc/x: No such file or directory$"),
+    ):
         (tmp_path / "b.jsonl").write_text('{"text": "x"}\n', encoding="utf-8")
         with pytest.raises(CorpusError, match=message):
             peek2.corpus.tokenize(tmp_path / "b.jsonl", output=prefix, **run)

@@ -285,7 +285,10 @@ def tokenize(
             above = os.path.dirname(above)
         if above and not os.path.isdir(above):
             raise CorpusError(f"cannot write {output}: {above} is a file, not a folder")
-        os.makedirs(folder, exist_ok=True)
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as error:  # (it was "file not found: /proc/x", as if an input were missing; a bug hunt)
+            raise CorpusError(f"cannot write {output}: cannot make the folder {error.filename or folder}: {error.strerror or error}") from None
     run = _Run(output)
     fingerprints = [s.fingerprint() for s in sources]
     # (shard_size only shapes llm.c's shards: a megatron or parquet run resumed with another
