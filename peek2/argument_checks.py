@@ -34,3 +34,15 @@ def check_ids(ids: object) -> None:
 def is_array(ids: object) -> bool:
     """A NumPy array (or anything with ``tolist``), turned into Python ints in one C call."""
     return hasattr(ids, "tolist") and hasattr(ids, "dtype")
+
+
+def check_count(value: object, name: str, low: int, high: int | None = None, unit: str = "") -> None:
+    """A count argument: TypeError for anything but an int (a bool too), ValueError out of
+    ``low``..``high`` (``high`` None: no upper bound). (Both were ValueError: ``max_prompts=None``
+    is a wrong type, not a wrong value; a bug hunt.)"""
+    bounds = f">= {low}" if high is None else f"from {low} to {high:,}"
+    what = f"{name} must be an int {bounds}{f' ({unit})' if unit else ''}"
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{what}, not {type(value).__name__}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{what}, not {value!r}")

@@ -51,7 +51,7 @@ from peek2.bpe.vocab import id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
-from peek2.argument_checks import check_ids, check_texts, is_array, text_error
+from peek2.argument_checks import check_count, check_ids, check_texts, is_array, text_error
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, ContentSearch
 from peek2.normalize.aligned import nfc_aligned
 from peek2.normalize.nfc import nfc
@@ -126,8 +126,7 @@ class Tokenizer:
     ) -> None:
         if not isinstance(spec, TokenizerSpec):
             raise TypeError(f"spec must be a TokenizerSpec, not {type(spec).__name__}")
-        if not isinstance(cache_size, int) or isinstance(cache_size, bool) or not 0 <= cache_size <= MAX_CACHE_SIZE:
-            raise ValueError(f"cache_size must be an int from 0 to {MAX_CACHE_SIZE:,} (pieces), not {cache_size!r}")
+        check_count(cache_size, "cache_size", 0, MAX_CACHE_SIZE, "pieces")
         self.spec = spec
         self.family = spec.family
         self.pattern = Peek2Pattern(spec.family)
@@ -647,7 +646,8 @@ class Tokenizer:
         >>> batch.ids, batch.offsets  # doctest: +SKIP
         (array([9906, 1917, 13347], dtype=int32), array([0, 2, 2, 3]))
 
-        Text ``k`` is ``ids[offsets[k]:offsets[k + 1]]``, equal to ``encode(texts[k], ...)``.
+        Text ``k`` is ``ids[offsets[k]:offsets[k + 1]]``, equal to ``encode(texts[k], ...)``. Both
+        arrays are the caller's own (writable).
 
         Raises:
             TypeError: an item of ``texts`` is not a str (its index is named).
@@ -669,6 +669,10 @@ class Tokenizer:
         ids = numpy.frombuffer(out.getvalue(), dtype="<i4" if wide else "<u2")
         if dtype != ("int32" if wide else "uint16"):
             ids = ids.astype(dtype)
+        else:
+            # (a view of bytes is read-only, where the other dtypes' copies were writable: one
+            # memcpy, about 1% of the encode, for an array a pipeline may change in place; a bug hunt)
+            ids = ids.copy()
         offsets = numpy.zeros(len(lengths) + 1, dtype=numpy.int64)
         numpy.cumsum(lengths, out=offsets[1:])
         return FlatBatch(ids, offsets)
@@ -1075,6 +1079,10 @@ def named(model: str) -> Tokenizer:
 
     Threads that ask for a model being loaded wait for that load instead of loading it again.
     """
+    if not isinstance(model, str):
+        # (``peek2.encode("x", False)``: the second argument is the model, not a flag as in the
+        # method; a bug hunt found "name_or_dir must be a str", a parameter it had not given)
+        raise TypeError(f"model must be a model name or a tokenizer path (str), not {type(model).__name__}")
     tokenizer = _NAMED.get(model)
     if tokenizer is None:
         with _NAMED_LOCK:
@@ -1117,6 +1125,6 @@ def decode(ids: Iterable[SupportsIndex], model: str = "llama3", skip_special_tok
     return named(model).decode(ids, skip_special_tokens)
 
 
-def count(text: str, model: str = "llama3", add_special_tokens: bool = True) -> int:
-    """``len(encode(text, model))`` without building the ids."""
-    return named(model).count(text, add_special_tokens)
+def count(text: str, model: str = "llama3", add_special_tokens: bool = True, *, split_special_tokens: bool = False) -> int:
+    """``len(encode(text, model, ...))`` without building the ids."""
+    return named(model).count(text, add_special_tokens, split_special_tokens=split_special_tokens)

@@ -111,6 +111,10 @@ def test_bad_input(tok: Tokenizer) -> None:
             await tok.async_decode("12")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="chunk_chars must be an int >= 1"):
             await aio.async_encode(tok, "x", chunk_chars=0)
+        with pytest.raises(TypeError, match="^chunk_chars must be an int >= 1, not bool$"):
+            await aio.async_encode(tok, "x", chunk_chars=True)
+        with pytest.raises(TypeError, match="^chunk_ids must be an int >= 1, not str$"):
+            await aio.async_decode(tok, [1], chunk_ids="3")  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 70000"):  # in text, not a slice
             await tok.async_encode("x" * 70_000 + "\ud800")
 

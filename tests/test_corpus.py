@@ -1009,6 +1009,7 @@ def test_encode_batch_flat_equals_encode(data_dir: Path, corpus: tuple[Path, lis
             batch = tok.encode_batch_flat(texts, add_special_tokens=special, dtype=dtype)
             assert batch.ids.dtype == np.dtype(dtype) and batch.offsets.dtype == np.int64
             assert [batch.ids[a:b].tolist() for a, b in zip(batch.offsets[:-1], batch.offsets[1:])] == expected
+            assert batch.ids.flags.writeable and batch.offsets.flags.writeable  # (int32 was read-only; a bug hunt)
     with pytest.raises(ValueError, match="dtype 'uint16' cannot hold"):
         tok.encode_batch_flat(texts, dtype="uint16")
     with pytest.raises(TypeError, match=r"texts\[1\] must be str, not bytes"):

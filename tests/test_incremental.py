@@ -125,8 +125,11 @@ def test_common_prefix() -> None:
 
 
 def test_bad_input(tok: Tokenizer) -> None:
-    with pytest.raises(ValueError, match="max_prompts must be an int >= 1"):
+    with pytest.raises(ValueError, match="^max_prompts must be an int >= 1, not 0$"):
         tok.prompt_cache(max_prompts=0)
+    for wrong in (None, 1.5, True):  # (a wrong type was a ValueError; a bug hunt)
+        with pytest.raises(TypeError, match=f"^max_prompts must be an int >= 1, not {type(wrong).__name__}$"):
+            tok.prompt_cache(max_prompts=wrong)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="text must be str, not bytes"):
         tok.prompt_cache().encode(b"x")  # type: ignore[arg-type]
 

@@ -265,3 +265,27 @@ def test_packaged_deepseek_is_v3s_tokenizer_json(data_dir: Path) -> None:
     assert changed == [(128798, "<think>"), (128799, "</think>")]
     tok = Tokenizer.from_pretrained("deepseek-v3")
     assert tok.encode("<think>") == Tokenizer.from_file(data_dir / "tokenizers" / "deepseek-v3" / "tokenizer.json").encode("<think>")
+
+
+def test_module_level_calls_take_a_model_name(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> None:
+    """``peek2.encode``/``decode``/``count`` with a named model: the same as the methods, and a
+    model that is no str named as such (``peek2.encode("x", False)`` said "name_or_dir must be a
+    str", a parameter it had not given; a bug hunt), and ``count`` takes ``split_special_tokens``."""
+    import peek2
+    from tokenizers import Tokenizer as Reference
+
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    monkeypatch.setenv("PEEK2_MODEL_LLAMA3_1", str(path))
+    reference = Reference.from_file(str(path))
+    text = "Hi <|eot_id|> there"
+    for special in (False, True):
+        reference.encode_special_tokens = special  # (tokenizers' split_special_tokens)
+        expected = reference.encode(text)
+        assert peek2.encode(text, "llama3.1", split_special_tokens=special) == expected.ids
+        assert peek2.count(text, "llama3.1", split_special_tokens=special) == len(expected.ids)
+    assert peek2.decode(expected.ids, "llama3.1") == reference.decode(expected.ids)
+    for call in (peek2.encode, peek2.count):
+        with pytest.raises(TypeError, match=r"^model must be a model name or a tokenizer path \(str\), not bool$"):
+            call("x", False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^model must be a model name or a tokenizer path \(str\), not bool$"):
+        peek2.decode([1], True)  # type: ignore[arg-type]

@@ -551,6 +551,8 @@ def test_cache_allocated_as_it_fills(data_dir: Path) -> None:
     path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
     with pytest.raises(ValueError, match="cache_size must be an int from 0 to"):
         Tokenizer.from_file(path, cache_size=10**8)
+    with pytest.raises(TypeError, match=r"^cache_size must be an int from 0 to 4,194,304 \(pieces\), not float$"):
+        Tokenizer.from_file(path, cache_size=1.5)  # type: ignore[arg-type]
     big = Tokenizer.from_file(path, cache_size=MAX_CACHE_SIZE)
     assert len(big._engine.cache.entries) == 2 * INITIAL_CACHE_SLOTS
     ref = tokenizers.Tokenizer.from_file(str(path))

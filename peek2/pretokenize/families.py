@@ -222,6 +222,7 @@ _BY_TIKTOKEN_PATTERN: Final[dict[str, Family]] = {
     **{pattern: FAMILIES[name] for name, pattern in TIKTOKEN_PATTERNS.items()},
     **{pattern: FAMILIES[name] for pattern, name in TIKTOKEN_ALIASES.items()},
 }
+_BY_TIKTOKEN_ONLY: Final[dict[str, Family]] = {pattern: FAMILIES[name] for name, pattern in TIKTOKEN_PATTERNS.items()}
 _BY_SEQUENCE: Final[dict[tuple[str, ...], Family]] = {family.patterns: family for family in FAMILIES.values() if family.patterns}
 # tiktoken's encoding names, which a user of tiktoken passes first (``tiktoken.get_encoding``).
 TIKTOKEN_ENCODINGS: Final[dict[str, str]] = {
@@ -274,9 +275,17 @@ def find_family(pattern_or_name: str) -> Family:
     names = ", ".join(FAMILIES)
     if len(pattern_or_name) < 16 and "\\" not in pattern_or_name:
         raise UnsupportedPatternError(f"unknown pattern family {pattern_or_name!r}; supported families: {names}")
+    tiktoken = _BY_TIKTOKEN_ONLY.get(pattern_or_name)
+    if tiktoken is not None:  # (refused with a message that listed cl100k among the patterns; a bug hunt)
+        raise UnsupportedPatternError(
+            f"{_clip(pattern_or_name)} is tiktoken's pat_str of {tiktoken.name!r}, which tokenizers' regex "
+            f"(Oniguruma) reads otherwise (\\p{{N}}{{1,3}}+ as all the digits of a number): for tiktoken's pieces "
+            f"pass the family name {tiktoken.name!r}, or load a rank file with Tokenizer.from_tiktoken"
+        )
     raise UnsupportedPatternError(
         f"unsupported pre-tokenizer pattern {_clip(pattern_or_name)}: peek2 implements only the exact "
-        f"patterns of the families {names} (see peek2.PATTERNS); {_nearest_difference(pattern_or_name)}"
+        f"pattern strings of peek2.PATTERNS ({', '.join(PATTERNS)}), and the families {names} by name; "
+        f"{_nearest_difference(pattern_or_name)}"
     )
 
 

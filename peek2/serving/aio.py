@@ -43,7 +43,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, SupportsIndex
 
 from peek2.bpe.merger import as_flag
-from peek2.argument_checks import check_ids, check_texts, is_array, text_error
+from peek2.argument_checks import check_count, check_ids, check_texts, is_array, text_error
 from peek2.pretokenize.scanner import surrogate_error
 from peek2.serving.streaming import StreamDecoder, StreamEncoder, plan_of
 
@@ -71,7 +71,7 @@ async def async_encode(
     """``tok.encode(text, ...)``, yielding to the event loop every ``chunk_chars`` characters.
 
     Raises:
-        TypeError: ``text`` is not a str.
+        TypeError: ``text`` is not a str; ``chunk_chars`` is not an int.
         ValueError: ``chunk_chars`` below 1; a lone surrogate in ``text``.
         asyncio.CancelledError: the task was cancelled (the work stops at the next slice).
     """
@@ -264,5 +264,4 @@ def _id_slices(ids: Iterable[SupportsIndex], size: int) -> Iterator[Sequence[Sup
 
 
 def _check_chunk(value: int, name: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+    check_count(value, name, 1)

@@ -42,6 +42,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from peek2.argument_checks import check_count
 from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import first_surrogate, surrogate_error
 from peek2.serving.stream_engine import StreamState
@@ -111,15 +112,14 @@ class PromptCache:
     runs outside the lock).
 
     Raises:
-        TypeError: ``encode`` of something that is not a str.
+        TypeError: ``encode`` of something that is not a str; ``max_prompts`` that is not an int.
         ValueError: ``max_prompts`` below 1.
     """
 
     def __init__(
         self, tokenizer: Tokenizer, max_prompts: int = 16, *, add_special_tokens: bool = True, split_special_tokens: bool = False
     ) -> None:
-        if not isinstance(max_prompts, int) or isinstance(max_prompts, bool) or max_prompts < 1:
-            raise ValueError(f"max_prompts must be an int >= 1, not {max_prompts!r}")
+        check_count(max_prompts, "max_prompts", 1)
         plan_of(tokenizer)  # refuse a tokenizer the streaming encoder cannot handle, now
         self._tok = tokenizer
         self._add_special = as_flag(add_special_tokens, "add_special_tokens")
