@@ -57,7 +57,7 @@ from peek2.normalize.aligned import nfc_aligned
 from peek2.normalize.nfc import nfc
 from peek2.pretokenize.families import FAMILIES
 from peek2.pretokenize.pattern import Peek2Pattern
-from peek2.pretokenize.scanner import surrogate_error
+from peek2.pretokenize.scanner import first_surrogate, surrogate_error
 from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
 
 if TYPE_CHECKING:  # the serving modules are imported when first used
@@ -779,9 +779,13 @@ class Tokenizer:
         return out
 
     def normalize(self, text: str) -> str:
-        """``text`` as the model's normalizer leaves it (NFC for Qwen; unchanged for Llama-3)."""
+        """``text`` as the model's normalizer leaves it (NFC for Qwen; unchanged for Llama-3).
+
+        Raises ValueError for a lone surrogate, as ``encode`` does (it was returned as it was; a bug hunt)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
+        if not text.isascii() and first_surrogate(text) >= 0:
+            raise surrogate_error(text, ValueError("lone surrogate"))
         return self._normalize(text)
 
     # ==== Decoding ====

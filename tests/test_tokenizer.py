@@ -239,7 +239,8 @@ def test_lone_surrogate_refused_like_reference(pair: tuple[Tokenizer, Reference]
     with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 1"):
         ours.encode("a\ud800b")
     # The index is in the text given, also after an added token or a normalization that shortens it.
-    for call in (ours.encode, ours.count, ours.encode_with_offsets, ours.encode_ordinary):
+    # (normalize returned it as it was; a bug hunt)
+    for call in (ours.encode, ours.count, ours.encode_with_offsets, ours.encode_ordinary, ours.normalize):
         with pytest.raises(ValueError, match="lone surrogate U\\+D83D at index 15"):
             call("<|endoftext|>ab\ud83d")
         with pytest.raises(ValueError, match="lone surrogate U\\+D83D at index 6"):

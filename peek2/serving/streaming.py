@@ -216,7 +216,10 @@ class StreamDecoder:
         return self._utf8.decode(self._lookup(token_id))
 
     def finish(self) -> str:
-        """The rest: U+FFFD for a UTF-8 sequence the ids left incomplete (as ``decode`` does)."""
+        """The rest: U+FFFD for a UTF-8 sequence the ids left incomplete (as ``decode`` does).
+
+        The decoder is then as new (no ``prefill``): unlike an encoder, whose ``finish`` ends it,
+        it may decode the next response's ids."""
         return self._utf8.decode(b"", final=True)
 
     @property
