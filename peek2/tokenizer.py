@@ -1021,7 +1021,6 @@ def _special_tokens(special_tokens: object) -> dict[str, int] | None:
     if not isinstance(special_tokens, Mapping):
         raise TypeError(f"special_tokens must be a dict of str to int, not {type(special_tokens).__name__}")
     specials = dict(special_tokens)
-    named: dict[int, str] = {}
     for content, token_id in specials.items():
         if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
             raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
@@ -1029,9 +1028,6 @@ def _special_tokens(special_tokens: object) -> dict[str, int] | None:
             raise ValueError(f"special_tokens: an empty name (id {token_id})")
         if token_id < 0:
             raise ValueError(f"special_tokens: the id of {content!r} must not be negative, not {token_id}")
-        if token_id in named:  # (it would decode as one of them: a bug hunt)
-            raise ValueError(f"special_tokens: {named[token_id]!r} and {content!r} have the same id, {token_id}")
-        named[token_id] = content
     return specials
 
 

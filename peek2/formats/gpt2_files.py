@@ -15,7 +15,8 @@ from typing import Any
 
 from peek2.formats.byte_level import to_bytes
 from peek2.formats.hf_json import read_json
-from peek2.spec import AddedToken, TokenizerFormatError, TokenizerSpec
+from peek2.formats.tiktoken_file import special_added_tokens
+from peek2.spec import TokenizerFormatError, TokenizerSpec
 
 END_OF_TEXT = "<|endoftext|>"
 
@@ -38,11 +39,11 @@ def load_files(
     merges = _merges(_text(merges_path, merges_source), merges_source, vocab, encoder_source)
     if special_tokens is None:
         special_tokens = {END_OF_TEXT: raw[END_OF_TEXT]} if END_OF_TEXT in raw else {}
-    added = []
     for content, token_id in special_tokens.items():
         if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
             raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
-        added.append(AddedToken(id=token_id, content=content, special=True))
+    # (as from_tiktoken takes them: two names of one id decode as the first; the last did here, a bug hunt)
+    added = special_added_tokens(special_tokens)
     return TokenizerSpec(family="gpt2", vocab=vocab, merges=merges, added_tokens=added, source=encoder_source)
 
 

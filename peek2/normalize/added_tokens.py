@@ -38,7 +38,7 @@ about 30 characters), and a file with a few is still linear.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
@@ -111,8 +111,18 @@ class ContentSearch:
         distinct = {content for content in contents if content}
         pattern = occurrence_pattern([content for content in distinct if len(content) <= TRIE_DEPTH], longest)
         self._search = pattern.search if pattern is not None else None
+        self._finditer = pattern.finditer if pattern is not None else None
         self.long: list[str] = sorted(content for content in distinct if len(content) > TRIE_DEPTH)
         self.empty = not distinct
+
+    def each(self, text: str) -> Iterator[re.Match[str]] | None:
+        """The leftmost-longest occurrences in ``text``, each after the one before, as ``leftmost``
+        gives them one by one (a trie built ``longest``), where no content is long; else None.
+        One C iterator: a ``leftmost`` call a match cost 0.33 us of a rank file's encode of
+        ``"<|eot_id|>x" * 50000``, tiktoken's whole encode 0.34 us a match."""
+        if self.long or self._finditer is None:
+            return None
+        return self._finditer(text)
 
     def occurs(self, text: str) -> bool:
         """Whether one of the contents occurs in ``text``."""
@@ -257,11 +267,22 @@ class AddedTokenMatcher:
         out: list[tuple[int, int, int]] = []
         at = 0  # where the search for the next match goes on: the end of the last match
         nexts = [-2] * len(self._contents.long)  # (see ContentSearch.leftmost)
+        # The usual case (no long content, no stream's gaps) in one C iterator: each match of the
+        # trie from the end of the one before is what ``_find`` would give (see ContentSearch.each).
+        each = self._contents.each(text) if not self.normalized_in_gaps else None
         while at < n:
-            hit = self._find(text, at, done if self.normalized_in_gaps else 0, nexts)
-            if hit is None:
-                break
-            found, content, token = hit
+            if each is not None:
+                whole = next(each, None)
+                if whole is None:
+                    break
+                found = whole.start()
+                content = whole.group()
+                token = self._entries[content]
+            else:
+                hit = self._find(text, at, done if self.normalized_in_gaps else 0, nexts)
+                if hit is None:
+                    break
+                found, content, token = hit
             start = found
             stop = start + len(content)
             at = stop  # matches never overlap, even a discarded one (as the reference iterates)
