@@ -1036,6 +1036,20 @@ def _rebuild(source: tuple, cache_size: int, digest: str = "", cls: type[Tokeniz
     its methods; a bug hunt)."""
     if cls is None:
         cls = Tokenizer
+    with warnings.catch_warnings():
+        # (the load that made the pickled tokenizer gave its notices: not again in every worker
+        # process of a pool or a datasets map that unpickles it)
+        warnings.filterwarnings("ignore", message=".*: numbered as tokenizers numbers added tokens: ")
+        tokenizer = _rebuilt(source, cache_size, cls)
+    if digest and tokenizer._content_digest() != digest:
+        raise TokenizerFormatError(
+            f"cannot unpickle the Tokenizer of {source[1]!r}: its files ({', '.join(tokenizer._files)}) have changed "
+            f"since it was pickled (sha256 {tokenizer._content_digest()[:12]}..., pickled {digest[:12]}...)"
+        )
+    return tokenizer
+
+
+def _rebuilt(source: tuple, cache_size: int, cls: type[Tokenizer]) -> Tokenizer:  # type: ignore[type-arg]
     kind = source[0]
     if kind == "file":
         tokenizer = cls.from_file(source[1], cache_size=cache_size)
@@ -1048,11 +1062,6 @@ def _rebuild(source: tuple, cache_size: int, digest: str = "", cls: type[Tokeniz
         tokenizer = cls.from_tiktoken(source[1], pattern=source[2], special_tokens=dict(source[3]), cache_size=cache_size)
     else:
         raise ValueError(f"cannot rebuild a Tokenizer from {source!r}")
-    if digest and tokenizer._content_digest() != digest:
-        raise TokenizerFormatError(
-            f"cannot unpickle the Tokenizer of {source[1]!r}: its files ({', '.join(tokenizer._files)}) have changed "
-            f"since it was pickled (sha256 {tokenizer._content_digest()[:12]}..., pickled {digest[:12]}...)"
-        )
     return tokenizer
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import re
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -200,3 +202,8 @@ def test_a_load_from_the_cache_warns_as_the_first_did(cache: Path, data_dir: Pat
             tok = Tokenizer.from_file(path)
     assert len(entries(cache)) == 1
     assert tok.encode("a<|x|>") == Reference.from_file(str(path)).encode("a<|x|>").ids
+    # Not again where a pickle is loaded (each worker of a pool or of a datasets map).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = pickle.loads(pickle.dumps(tok))
+    assert again.encode("a<|x|>") == tok.encode("a<|x|>")

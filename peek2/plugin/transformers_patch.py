@@ -236,7 +236,8 @@ def _with_live_ids(engine: Tokenizer, backend: Any) -> Tokenizer | None:
         return engine
     if len(added) != len(live) or len({t.content for t in added}) != len(added) or any(t.content not in live for t in added):
         return None
-    spec = dataclasses.replace(engine.spec, added_tokens=[dataclasses.replace(t, id=live[t.content]) for t in added])
+    # (no notices: the live ids replace the numbering they are about)
+    spec = dataclasses.replace(engine.spec, added_tokens=[dataclasses.replace(t, id=live[t.content]) for t in added], notices=())
     return Tokenizer(spec)
 
 
