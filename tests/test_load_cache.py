@@ -187,6 +187,14 @@ def test_a_tilde_in_the_cache_directory_is_the_home_directory(tmp_path: Path, da
     Tokenizer.from_file(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json")
     assert not (tmp_path / "~").exists()
     assert [p.suffix for p in entries(tmp_path / "home" / "peek2cache")] == [".tables"]
+    # One that cannot be expanded is no cache, not an error of every load (Path.expanduser raised).
+    for variable, value in (("PEEK2_CACHE_DIR", "~nosuchuser_peek2/x"), ("XDG_CACHE_HOME", "~nosuchuser_peek2/c")):
+        with monkeypatch.context() as env:
+            env.delenv("PEEK2_CACHE_DIR")
+            env.setenv(variable, value)
+            assert load_cache.cache_dir() is None
+            assert Tokenizer.from_file(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json").encode("hi", False) == [6151]
+    assert not (tmp_path / "~nosuchuser_peek2").exists()
 
 
 def test_a_load_from_the_cache_warns_as_the_first_did(cache: Path, data_dir: Path, tmp_path: Path) -> None:

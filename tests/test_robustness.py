@@ -80,6 +80,33 @@ def test_long_added_token_near_misses_cost_no_more_than_short_ones(data_dir: Pat
     assert paired_ratio(lambda: short.encode(text), lambda: long.encode(text)) < 2
 
 
+def test_long_added_tokens_passed_by_short_matches_cost_no_more(data_dir: Path) -> None:
+    """A bug hunt of the long contents' own search: ``"yx" * 4000`` with a token ``"xy"``, over
+    ``"xy" * 50000``, was searched to its next occurrence after each match of "xy", which then
+    passed it (8,000 characters verified a match: 18x tokenizers' encode); 200 long contents that
+    never occur were each checked at every match (13x). Each costs about what one short token does."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+
+    def with_tokens(*contents: str) -> tuple[Tokenizer, tokenizers.Tokenizer]:
+        flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        vocab = spec["model"]["vocab"]  # (the ids tokenizers gives: "xy" and "b" are tokens of the vocabulary)
+        new = [content for content in contents if content not in vocab]
+        added = [dict(flags, id=vocab[c] if c in vocab else 128256 + new.index(c), content=c) for c in contents]
+        text = json.dumps(dict(spec, added_tokens=spec["added_tokens"] + added))
+        return Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+
+    text = "xy" * 50_000
+    cases = [
+        (with_tokens("xy", "yx" * 40), with_tokens("xy", "yx" * 4000), text),
+        (with_tokens("b", "x" * 65), with_tokens("b", *("x" * length for length in range(65, 265))), "ab" * 50_000),
+    ]
+    for (few, few_ref), (many, many_ref), sample in cases:
+        for tok, ref in ((few, few_ref), (many, many_ref)):
+            assert tok.encode(sample) == ref.encode(sample).ids
+            assert tok.encode(sample[:999] + "yx" * 4000 + "x" * 100) == ref.encode(sample[:999] + "yx" * 4000 + "x" * 100).ids
+        assert paired_ratio(lambda: few.encode(sample), lambda: many.encode(sample)) < 2
+
+
 def test_matcher_with_long_contents_finds_leftmost_longest() -> None:
     """Contents longer than the trie holds (``TRIE_DEPTH``) are searched alone: on random contents
     of both kinds sharing prefixes, the matcher's tokens are the leftmost-longest ones."""

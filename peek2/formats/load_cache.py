@@ -85,14 +85,24 @@ def cache_dir() -> Path | None:
     if explicit:
         # (expanded here: a "~" set where no shell expands it, Docker's ENV or systemd's
         # Environment=, made a directory named "~" wherever the process ran; a bug hunt)
-        return Path(explicit).expanduser()
+        return _expanded(explicit)
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
         base = str(Path.home() / "Library" / "Caches")
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "peek2"
+    directory = _expanded(base)
+    return directory / "peek2" if directory is not None else None
+
+
+def _expanded(path: str) -> Path | None:
+    """``path`` with ``~`` expanded; None (no cache: it costs speed only) where it cannot be
+    (``~nosuchuser/x``, or no home directory: Path.expanduser raised, and every load with it; a bug hunt)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        return None
 
 
 class Loaded(NamedTuple):

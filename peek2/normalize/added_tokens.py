@@ -133,38 +133,79 @@ class ContentSearch:
                 return True
         return False
 
-    def leftmost(self, text: str, at: int, nexts: list[int]) -> tuple[int, str] | None:
+    def leftmost(self, text: str, at: int, state: SearchState) -> tuple[int, str] | None:
         """The leftmost occurrence of a content at or after ``at`` and the longest content there
         (from the trie, the longest if built ``longest``), as ``(start, content)``.
 
-        ``nexts`` holds, for each long content, where it occurs next at or after the last search's
-        ``at`` (-2 not searched yet, -1 nowhere): the caller keeps it for the searches of one text,
-        whose ``at`` never decreases, so that each long content is searched again only once a
-        match has passed where it occurs."""
+        ``state`` keeps what the searches of one text (whose ``at`` never decreases) found ahead
+        of where they stopped, so that no stretch of the text is searched twice for the same
+        content: the trie's next match, and each long content's next occurrence. A long content is
+        searched only as far as it could still win: up to the start of the best match so far (a
+        bug hunt: searched to its next occurrence, then passed by a short match, ``"yx" * 4000``
+        over ``"xy" * 50000`` verified 8,000 characters a match, 18x tokenizers' encode)."""
         if not self.long and self._search is not None:  # (every file seen: no long content)
             whole = self._search(text, at)
             return None if whole is None else (whole.start(), whole.group())
         start = -1
         content = ""
+        if self._search is not None:
+            if -1 < state.short_start < at or state.short_start == -2:
+                whole = self._search(text, at)
+                state.short_start = -1 if whole is None else whole.start()
+                state.short_content = "" if whole is None else whole.group()
+            start = state.short_start
+            content = state.short_content
+        nexts = state.nexts
         for k in range(len(self.long)):
             found = nexts[k]
             if found == -1:
                 continue
+            long = self.long[k]
             if found < at:
-                found = text.find(self.long[k], at)
-                nexts[k] = found
+                # Only where it would start no later than the best so far (all of the text after
+                # ``at`` when there is none yet): past that, nothing is known yet (-2).
+                if start < 0:
+                    found = text.find(long, at)
+                    nexts[k] = found
+                else:
+                    if (start - at + 1) * 8 <= len(long):
+                        # (few places to try: str.find prepares the whole needle at each call, 8,000
+                        # characters for each match of "xy" before one of "yx" * 4000)
+                        found = at
+                        while found <= start and not text.startswith(long, found):
+                            found += 1
+                        if found > start:
+                            found = -1
+                    else:
+                        found = text.find(long, at, start + len(long))
+                    nexts[k] = found if found >= 0 else -2
                 if found < 0:
                     continue
-            if start < 0 or found < start or (found == start and len(self.long[k]) > len(content)):
+            if start < 0 or found < start or (found == start and len(long) > len(content)):
                 start = found
-                content = self.long[k]
-        if self._search is not None:
-            # A short content that starts no later than ``start`` ends within TRIE_DEPTH of it: the
-            # search stops there rather than going on to the end of the text after each match.
-            whole = self._search(text, at) if start < 0 else self._search(text, at, start + TRIE_DEPTH)
-            if whole is not None and (start < 0 or whole.start() < start):
-                return whole.start(), whole.group()
+                content = long
         return (start, content) if start >= 0 else None
+
+    def state(self, text: str) -> SearchState:
+        """A new ``SearchState`` for the searches of ``text``: the long contents that occur nowhere
+        in it are never searched again (each one's check at every match cost 13x tokenizers'
+        encode with 200 of them and a short content matching every other character)."""
+        state = SearchState(len(self.long))
+        for k in range(len(self.long)):
+            if self.long[k] not in text:
+                state.nexts[k] = -1
+        return state
+
+
+class SearchState:
+    """What ``ContentSearch.leftmost`` found ahead in one text: the trie's next match
+    (``short_start``: -2 not searched, -1 none) and each long content's next occurrence
+    (``nexts``: -2 unknown, -1 none)."""
+
+    def __init__(self, long_contents: int) -> None:
+        self.short_start = -2
+        self.short_content = ""
+        self.nexts = [-2] * long_contents
 
 
 class _Entry:
@@ -266,7 +307,7 @@ class AddedTokenMatcher:
             return [(done, n, -1)] if done < n else []
         out: list[tuple[int, int, int]] = []
         at = 0  # where the search for the next match goes on: the end of the last match
-        nexts = [-2] * len(self._contents.long)  # (see ContentSearch.leftmost)
+        state = self._contents.state(text)  # (see ContentSearch.leftmost)
         # The usual case (no long content, no stream's gaps) in one C iterator: each match of the
         # trie from the end of the one before is what ``_find`` would give (see ContentSearch.each).
         each = self._contents.each(text) if not self.normalized_in_gaps else None
@@ -279,7 +320,7 @@ class AddedTokenMatcher:
                 content = whole.group()
                 token = self._entries[content]
             else:
-                hit = self._find(text, at, done if self.normalized_in_gaps else 0, nexts)
+                hit = self._find(text, at, done if self.normalized_in_gaps else 0, state)
                 if hit is None:
                     break
                 found, content, token = hit
@@ -323,7 +364,7 @@ class AddedTokenMatcher:
             out.append((done, n, -1))
         return out
 
-    def _find(self, text: str, at: int, normalized_from: int, nexts: list[int]) -> tuple[int, str, _Entry] | None:
+    def _find(self, text: str, at: int, normalized_from: int, state: SearchState) -> tuple[int, str, _Entry] | None:
         """The leftmost match at or after ``at``; the longest among those starting there (a
         normalized token only from ``normalized_from`` on)."""
         # One C call finds the leftmost start of a content and the longest content there (the
@@ -333,7 +374,7 @@ class AddedTokenMatcher:
         # * 50,000 at 0.19x its speed; a bug hunt).
         contents = self._contents
         while not contents.empty and at < len(text):
-            whole = contents.leftmost(text, at, nexts)
+            whole = contents.leftmost(text, at, state)
             if whole is None:
                 return None
             start, content = whole
