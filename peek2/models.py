@@ -368,7 +368,7 @@ def _explicit_path(name: str) -> ModelSource:
 def _tokenizer_json(path: Path, what: str) -> Path:
     if path.is_dir():
         path = path / "tokenizer.json"
-        if not path.is_file():
+        if not path.exists():  # (one that is no regular file, a pipe, is refused by the load, by name; a bug hunt)
             raise FileNotFoundError(f"{what}: folder {path.parent} has no tokenizer.json")
     return path
 

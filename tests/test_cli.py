@@ -378,6 +378,10 @@ def test_a_tokenizer_that_is_no_regular_file_is_refused(data_dir: Path, tmp_path
     pipe without a writer blocked for ever."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
+    (tmp_path / "folder").mkdir()  # (a folder holding one: it "has no tokenizer.json"; a bug hunt)
+    os.mkfifo(tmp_path / "folder" / "tokenizer.json")
+    with pytest.raises(OSError, match=r"not a regular file \(a device, pipe or socket\)"):
+        peek2_api.Tokenizer.from_pretrained(tmp_path / "folder")
     for path in ("/dev/zero", str(fifo)):
         result = subprocess.run([sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input="x", capture_output=True, text=True, timeout=120)
         assert (result.returncode, result.stderr) == (2, f"peek2: cannot read the tokenizer {path!r}: not a regular file (a device, pipe or socket)\n")
