@@ -4,7 +4,8 @@ same inputs with the same messages."""
 
 from __future__ import annotations
 
-from typing import Iterable
+import operator
+from typing import Any, Iterable
 
 
 def check_texts(texts: object, call: str) -> None:
@@ -46,3 +47,11 @@ def check_count(value: object, name: str, low: int, high: int | None = None, uni
         raise TypeError(f"{what}, not {type(value).__name__}")
     if value < low or (high is not None and value > high):
         raise ValueError(f"{what}, not {value!r}")
+
+
+def plain_int(value: Any) -> Any:
+    """``value`` as a Python int where it is a NumPy integer (not a NumPy bool); anything else as
+    it is, for the caller to check: NumPy integers are integers, as everywhere in peek2."""
+    if type(value).__module__ == "numpy" and hasattr(value, "__index__") and type(value).__name__ not in ("bool", "bool_"):
+        return operator.index(value)
+    return value

@@ -1405,6 +1405,18 @@ def test_batch_functions_name_rows_and_check_their_arguments(data_dir: Path) -> 
     for bad in (10**6, -5, 2**33):
         with pytest.raises(ValueError, match=r"first_id must be -1 \(none\) or an id below the vocabulary size 128256, not"):
             TokenizeBatches(path, first_id=bad)
+    # Bug hunts: a NumPy integer id was refused; a column of nulls that Ray hands a numpy batch as
+    # NaNs was "is float"; datasets' with_rank=True passed the rank where the rows' numbers go.
+    assert TokenizeBatches(path, first_id=numpy.int64(128000))({"text": numpy.array(["a"], dtype=object)})["input_ids"].to_pylist() == [[128000, 64]]
+    for nulls in (numpy.array([numpy.nan], dtype=numpy.float32), [float("nan")]):
+        with pytest.raises(ValueError, match=r"^row 0 of the batch: column 'text' is null, not a string$"):
+            TokenizeBatches(path)({"text": nulls})
+    function = tok.batch_function()
+    assert [list(ids) for ids in function({"text": ["a", "b"]}, 1)["input_ids"]] == [[64], [65]]
+    with pytest.raises(ValueError, match=r"^row 1 of the batch: column 'text' is null, not a string$"):
+        function({"text": ["a", None]}, 1)
+    with pytest.raises(ValueError, match=r"^row 8: column 'text' is null, not a string$"):
+        function({"text": ["a", None]}, [7, 8], 1)
     gpt4o = data_dir / "tokenizers" / "gpt4o" / "tokenizer.json"  # (199998 is in a gap of its ids: it was written)
     with pytest.raises(ValueError, match=r"^first_id must be -1 \(none\) or an id of the tokenizer, not 199998: no token has it$"):
         TokenizeBatches(gpt4o, first_id=199998)

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy
 from librt.strings import BytesWriter
 
+from peek2.argument_checks import plain_int
 from peek2.bpe.merger import as_flag
 from peek2.tokenizer import Tokenizer
 
@@ -38,7 +39,9 @@ def ids_column(
 
     for k, text in enumerate(texts):
         if not isinstance(text, str):
-            raise ValueError(f"{row(k)}: column {text_key!r} is {'null' if text is None else type(text).__name__}, not a string")
+            # (NaN too: Ray hands a column of nulls to a numpy batch as floats, "is float"; a bug hunt)
+            null = text is None or (isinstance(text, (float, numpy.floating)) and text != text)
+            raise ValueError(f"{row(k)}: column {text_key!r} is {'null' if null else type(text).__name__}, not a string")
     out = BytesWriter()
     try:
         lengths = tokenizer._write_flat(texts, out, True, add_special_tokens, False, first_id, last_id)
@@ -58,6 +61,7 @@ def ids_column(
 def delimiter_id(tokenizer: Tokenizer, value: object, name: str) -> int:
     """``first_id``/``last_id`` checked: -1 (none) or an id of the tokenizer (an id past the
     vocabulary, or one in a gap of its ids, was written as it was, and -5 was taken for none; bug hunts)."""
+    value = plain_int(value)  # (np.int64(128000) was refused; a bug hunt)
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int (-1: none), not {type(value).__name__}")
     if value != -1 and not 0 <= value < tokenizer.vocab_size:
@@ -82,12 +86,17 @@ class BatchFunction:
         self.output_key = output_key
         self.add_special_tokens = as_flag(add_special_tokens, "add_special_tokens")  # ("no" added BOS)
 
-    def __call__(self, batch: Any, indices: Sequence[int] | None = None) -> dict[str, Any]:
+    def __call__(self, batch: Any, *indices_or_rank: Any) -> dict[str, Any]:
         """``{output_key: ids}``, the ids a NumPy uint32 view a row into one flat array: ``datasets``
         stores them as a list<uint32> column (it refuses Arrow arrays in a dict, and an Arrow table
-        returned would replace the input's columns instead of joining them). ``indices``: the rows'
-        numbers, which ``ds.map(..., with_indices=True)`` passes, to name a bad row by them (else
-        by its place in the batch)."""
+        returned would replace the input's columns instead of joining them). After ``batch``, what
+        ``ds.map`` passes: the rows' numbers (``with_indices=True``), which name a bad row (else
+        its place in the batch names it), and the process's rank (``with_rank=True``), unused (it
+        was taken for the rows' numbers, or was one argument too many; a bug hunt)."""
+        indices: Sequence[int] | None = None
+        for extra in indices_or_rank:
+            if not isinstance(extra, int) and extra is not None:
+                indices = extra
         texts = batch[self.text_key]
         if isinstance(texts, str):  # (ds.map without batched=True: each character was a document)
             raise TypeError(f"batch[{self.text_key!r}] is one str, not a batch of texts: call ds.map(..., batched=True)")

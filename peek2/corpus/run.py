@@ -25,7 +25,6 @@ import functools
 import json
 import math
 import multiprocessing
-import operator
 import os
 import re
 import shutil
@@ -38,6 +37,7 @@ from typing import Any, Callable, Iterable
 import numpy
 from librt.strings import BytesWriter
 
+from peek2.argument_checks import plain_int
 from peek2.bpe.merger import as_flag
 from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit, location
 from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
@@ -228,9 +228,9 @@ def tokenize(
         except TypeError:
             raise CorpusError(f"split_special_tokens must be True, False or None (the format's default), not {split_special_tokens!r}") from None
     # (NumPy integers are integers, as everywhere in peek2; their repr named no type: "not np.int64(5)")
-    workers = _integer(workers) if workers is not None else None
-    shard_size, unit_bytes = _integer(shard_size), _integer(unit_bytes)
-    progress_seconds, checkpoint_seconds = _integer(progress_seconds), _integer(checkpoint_seconds)
+    workers = plain_int(workers) if workers is not None else None
+    shard_size, unit_bytes = plain_int(shard_size), plain_int(unit_bytes)
+    progress_seconds, checkpoint_seconds = plain_int(progress_seconds), plain_int(checkpoint_seconds)
     for seconds, name in ((progress_seconds, "progress_seconds"), (checkpoint_seconds, "checkpoint_seconds")):
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < math.inf:
             raise CorpusError(f"{name} must be a number of seconds (0 or more), not {seconds!r}")
@@ -353,13 +353,6 @@ def tokenize(
         return _run(run, manifest, sources, tok, options, workers, reporter, checkpoint_seconds, started, resume, ray)
     finally:
         run.release()
-
-
-def _integer(value: Any) -> Any:
-    """``value`` as a Python int where it is a NumPy integer; anything else as it is (checked by the caller)."""
-    if type(value).__module__ == "numpy" and hasattr(value, "__index__") and not isinstance(value, bool) and type(value).__name__ not in ("bool", "bool_"):
-        return operator.index(value)
-    return value
 
 
 def _flag(value: object, name: str) -> bool:
