@@ -12,6 +12,10 @@
 Each actor loads the tokenizer once; each batch gains an ``input_ids`` column (a list of uint32
 a row) made from one flat array of ids: no Python int or list a id. ``peek2 tokenize --engine
 ray`` builds on it (``peek2.corpus.ray_engine``). Ray is an optional extra: ``peek2[ray]``.
+
+Leave the read tasks a CPU: actors that ask one CPU each (the default) on all of a cluster's
+CPUs (``size=2`` on ``ray.init(num_cpus=2)``) leave none to the reads, and the pipeline waits for
+ever; pass ``num_cpus`` below one to ``map_batches`` there (docs/corpus.md).
 """
 
 from __future__ import annotations

@@ -61,6 +61,7 @@ def ray_batches(
             logging.getLogger(name).setLevel(logging.ERROR)
     if not ray.is_initialized():
         ray.init(address=ray_address, log_to_driver=False, include_dashboard=False, **({"logging_level": "ERROR"} if quiet else {}))
+    names = [s.path for s in sources]  # (as given: errors name them so, as the local engine does)
     sources = [Source(os.path.abspath(s.path), s.kind, s.compression) for s in sources]
     dataset, rows, reads = units_dataset(sources, options, quiet, start)
     cpus = float(ray.cluster_resources().get("CPU", 1))
@@ -75,7 +76,7 @@ def ray_batches(
         count = min(count, rows or 1)
     tokenized = dataset.map_batches(
         TokenizeRanges,
-        fn_constructor_kwargs={"tokenizer": tokenizer_source, "options": options, "sources": sources},
+        fn_constructor_kwargs={"tokenizer": tokenizer_source, "options": options, "sources": sources, "names": names},
         compute=ray.data.ActorPoolStrategy(size=count) if fixed else ray.data.ActorPoolStrategy(min_size=1, max_size=count),
         num_cpus=max(0.05, (cpus - (READ_RESERVE if reads else 0.0)) / count),
         batch_format="pyarrow",
@@ -266,13 +267,16 @@ class TokenizeRanges:
     a unit; returns the documents' ids (``input_ids``) and, where the row held blank lines, a last
     row without ids that counts them (``blank_lines``)."""
 
-    def __init__(self, tokenizer: Any, options: Any, sources: list[Source]) -> None:
+    def __init__(self, tokenizer: Any, options: Any, sources: list[Source], names: list[str] | None = None) -> None:
         from peek2.ray import TokenizeBatches
 
         self.tokenizer = TokenizeBatches(tokenizer).tokenizer
         self.options = options
         self.sources = sources
-        self.paths = [s.path for s in sources]
+        self.paths = [s.path for s in sources]  # (absolute: read from this actor's process)
+        # The inputs as the user gave them, which errors name (a bug hunt: the Ray engine named
+        # "/tmp/x/in/bad.jsonl:400" where the local engine said "in/bad.jsonl:400").
+        self.names = names if names is not None else self.paths
 
     def __call__(self, batch: Any) -> Any:
         """A table a unit."""
@@ -296,10 +300,10 @@ class TokenizeRanges:
             try:
                 for unit in units:
                     try:
-                        result = encode_unit(unit, self.tokenizer, options, self.paths)
+                        result = encode_unit(unit, self.tokenizer, options, self.names)
                     except BadDocument as error:  # (the local engine's message: the file and its line or row)
                         line = error.line if unit.line or unit.kind != "jsonl" else _line_at(path, start) + error.line - 1
-                        raise DocumentError(f"{location(self.paths, unit.kind, error.source, line)}: {error.reason}") from None
+                        raise DocumentError(f"{location(self.names, unit.kind, error.source, line)}: {error.reason}") from None
                     yield self._table(unit, result)
             except (DocumentError, CorpusInputError) as error:
                 # Told in order, not raised: the writing process raises it where it comes in the
@@ -312,7 +316,11 @@ class TokenizeRanges:
         """A row without ids that tells the error of the unit where the row stopped (``failed``)."""
         import pyarrow as pa
 
-        told = {"failed": type(error).__name__, "message": str(error)}
+        message = str(error)
+        for path, name in zip(self.paths, self.names):  # (an input error names the file as read)
+            if path != name:
+                message = message.replace(path, name)
+        told = {"failed": type(error).__name__, "message": message}
         ids = pa.large_list(pa.uint16() if self.options.dtype == "uint16" else pa.uint32())  # (as _table's)
         return pa.table({"input_ids": pa.array([None], type=ids), "unit": pa.array([json.dumps(told, ensure_ascii=False)], type=pa.string())})
 
