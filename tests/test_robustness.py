@@ -84,7 +84,8 @@ def test_long_added_tokens_passed_by_short_matches_cost_no_more(data_dir: Path) 
     """A bug hunt of the long contents' own search: ``"yx" * 4000`` with a token ``"xy"``, over
     ``"xy" * 50000``, was searched to its next occurrence after each match of "xy", which then
     passed it (8,000 characters verified a match: 18x tokenizers' encode); 200 long contents that
-    never occur were each checked at every match (13x). Each costs about what one short token does."""
+    never occur (13x), or that all occur (25x), were each checked at every match. Each costs about
+    what one short token does."""
     spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
 
     def with_tokens(*contents: str) -> tuple[Tokenizer, tokenizers.Tokenizer]:
@@ -99,6 +100,8 @@ def test_long_added_tokens_passed_by_short_matches_cost_no_more(data_dir: Path) 
     cases = [
         (with_tokens("xy", "yx" * 40), with_tokens("xy", "yx" * 4000), text),
         (with_tokens("b", "x" * 65), with_tokens("b", *("x" * length for length in range(65, 265))), "ab" * 50_000),
+        # (200 that all occur, each checked at every match: 25x; now one search of their heads)
+        (with_tokens("xy", "yx" * 40), with_tokens("xy", *("yx" * length for length in range(40, 240))), text),
     ]
     for (few, few_ref), (many, many_ref), sample in cases:
         for tok, ref in ((few, few_ref), (many, many_ref)):
