@@ -442,7 +442,11 @@ class Tokenizer:
                 out = self._engine.encode_list(normal, self._prefix_ids if add_special_tokens else _NO_IDS)
             elif self._raw_segments:
                 out = list(self._prefix_ids) if add_special_tokens else []
-                self._engine.encode_spans(text, self._raw_matcher.spans(text, split_special_tokens), out)
+                cut = self._raw_matcher.cut(text, split_special_tokens)
+                if cut is not None:
+                    self._engine.encode_cut(cut, self._raw_matcher.ids, out)
+                else:
+                    self._engine.encode_spans(text, self._raw_matcher.spans(text, split_special_tokens), out)
             else:
                 out = list(self._prefix_ids) if add_special_tokens else []
                 for segment, token_id in self._segments(text, split_special_tokens):

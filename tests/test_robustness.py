@@ -142,6 +142,45 @@ def test_matcher_with_long_contents_finds_leftmost_longest() -> None:
             assert matcher.spans(text, False) == expected, (ordered, text)
 
 
+def test_matcher_cut_says_what_spans_says() -> None:
+    """``cut`` (text and contents in turn, one ``re.split``: ``encode``'s path where no token strips
+    whitespace or is single_word) gives the segments and tokens of ``spans``, and declines where it
+    could not: a flag, a special token to split, a long content."""
+    from peek2.normalize.added_tokens import TRIE_DEPTH, AddedTokenMatcher
+    from peek2.spec import AddedToken
+
+    rng = random.Random(52)
+    declined = 0
+    for _ in range(300):
+        contents = sorted({"".join(rng.choice("ab<|") for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 8))})
+        if rng.random() < 0.1:
+            contents.append("a" * (TRIE_DEPTH + 1))
+        flagged = rng.random() < 0.3
+        flags = [rng.choice(["", "lstrip", "rstrip", "single_word"]) if flagged else "" for _ in contents]
+        specials = [rng.random() < 0.5 for _ in contents]
+        tokens = [AddedToken(id=k, content=c, special=specials[k], **({flags[k]: True} if flags[k] else {})) for k, c in enumerate(contents)]
+        matcher = AddedTokenMatcher(tokens)
+        for _ in range(10):
+            text = "".join(rng.choice([*contents, "a", "b", " ", "<", "|x"]) for _ in range(rng.randint(0, 14)))
+            split_special = rng.random() < 0.3
+            cut = matcher.cut(text, split_special)
+            if cut is None:
+                declined += 1
+                assert any(flags) or (split_special and any(specials)) or len(contents[-1]) > TRIE_DEPTH
+                continue
+            spans: list[tuple[int, int, int]] = []
+            at = 0
+            for k, part in enumerate(cut):
+                if k % 2:
+                    spans.append((at, at + len(part), matcher.ids[part]))
+                elif part:
+                    spans.append((at, at + len(part), -1))
+                at += len(part)
+            assert at == len(text)
+            assert spans == matcher.spans(text, split_special), (contents, text)
+    assert 300 < declined < 2000
+
+
 def test_non_special_token_with_newline_linear(data_dir: Path) -> None:
     """Item 1: a non-special "\\nUser:" added token in a Llama-3 file made 4 MB take minutes."""
     spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))

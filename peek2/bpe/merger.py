@@ -527,6 +527,19 @@ class BytePairEncoder:
             else:
                 self.encode(text[start:stop], out)
 
+    def encode_cut(self, cut: list[str], ids: dict[str, int], out: list[int]) -> None:
+        """Append the ids of a text an added-token matcher has cut (``AddedTokenMatcher.cut``):
+        text segments and the contents of added tokens in turn, each content's id in ``ids``."""
+        count: i64 = len(cut)
+        k: i64 = 0
+        while k < count:
+            part = cut[k]
+            if k & 1:
+                out.append(ids[part])
+            elif part:
+                self.encode(part, out)
+            k += 1
+
     def encode_list(self, text: str, head: list[int]) -> list[int]:
         """A new list: ``head``, then the ids of ``text``.
 

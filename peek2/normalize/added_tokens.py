@@ -117,6 +117,7 @@ class ContentSearch:
         pattern = occurrence_pattern([content for content in distinct if len(content) <= TRIE_DEPTH], longest)
         self._search = pattern.search if pattern is not None else None
         self._finditer = pattern.finditer if pattern is not None else None
+        self._split = re.compile(f"({pattern.pattern})").split if pattern is not None else None
         self.long: list[str] = sorted(content for content in distinct if len(content) > TRIE_DEPTH)
         self.empty = not distinct
         # The long contents by their first TRIE_DEPTH characters (longest first), and those heads
@@ -137,6 +138,14 @@ class ContentSearch:
         if self.long or self._finditer is None:
             return None
         return self._finditer(text)
+
+    def cut(self, text: str) -> list[str] | None:
+        """``text`` cut at the occurrences ``each`` gives, as one list of text and contents in turn
+        (``["a", "<x>", "", "<x>", ""]``), where no content is long; else None. One C call, with no
+        match object a match."""
+        if self.long or self._split is None:
+            return None
+        return self._split(text)
 
     def occurs(self, text: str) -> bool:
         """Whether one of the contents occurs in ``text``."""
@@ -282,6 +291,14 @@ class AddedTokenMatcher:
         self.needles = frozenset(content[:2] for content in self.by_content)
         # Where a whole content starts (see _find).
         self._contents = ContentSearch(self.by_content, longest=True)
+        # Whether each match is a token just as found (none strips whitespace or is single_word),
+        # so that ``cut`` says all ``spans`` says.
+        self._as_found = not normalized_in_gaps and not any(
+            entry.lstrip or entry.rstrip or entry.single_word for entry in self._entries.values()
+        )
+        self._any_special = any(entry.special for entry in self._entries.values())
+        self.ids = {content: entry.id for content, entry in self._entries.items()}
+        """Each content's id (see ``cut``)."""
 
     def has_needle(self, text: str, start: int = 0) -> bool:
         """Whether a token may start in ``text`` (an occurrence of a needle) that does not end before
@@ -291,6 +308,22 @@ class AddedTokenMatcher:
             if text.find(needle[0], at) >= 0 and text.find(needle, at) >= 0:
                 return True
         return False
+
+    def cut(self, text: str, split_special_tokens: bool) -> list[str] | None:
+        """What ``spans`` says, as one list of text segments and the contents of tokens in turn
+        (``"a<x><x>"``: ``["a", "<x>", "", "<x>", ""]``; ``ids`` gives each content's id), where
+        that is all it says: no token strips whitespace or is ``single_word``, none is skipped as
+        special, and no content is long; else None.
+
+        Performance notes (compiled, ``encode`` of ``"<|eot_id|>x" * 50000`` by a tiktoken rank
+        file): ``spans`` cost 0.029 s of the 0.034 s (a match object, a content string and two
+        tuples a match; tiktoken's whole encode 0.017 s); with one ``re.split`` and the ids looked
+        up in the engine's loop (``BytePairEncoder.encode_cut``), the whole encode takes 0.010 s.
+        Llama-3.1's ``"<|eot_id|>" * 80000``: 0.032 -> 0.012 s (tokenizers 0.15 s).
+        """
+        if not self._as_found or (split_special_tokens and self._any_special):
+            return None
+        return self._contents.cut(text)
 
     def split(self, text: str, split_special_tokens: bool) -> list[tuple[str, int]]:
         """``text`` cut into text segments (id -1) and added tokens (their id), in order (the text
