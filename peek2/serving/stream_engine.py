@@ -85,6 +85,7 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
 
 from __future__ import annotations
 
+import re
 import weakref
 from codecs import utf_8_decode
 from typing import TYPE_CHECKING, Final
@@ -105,6 +106,7 @@ from peek2.pretokenize.scanner import (
     surrogate_error,
 )
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
+from peek2.normalize.nfc_late import MARK_CLASS
 from peek2.normalize.added_tokens import is_word_char as _is_word_char
 
 if TYPE_CHECKING:  # (the Tokenizer reaches this module, never the other way round at import)
@@ -322,6 +324,33 @@ def _nfc_sticky() -> frozenset[str]:
         # the scalar before them in NFC is that mark, or such a composite: a cut is safe).
         _nfc_sticky_chars.append(_nfc_sticky_chars[1] - made_from_marks)
     return _nfc_sticky_chars[0]
+
+
+_mark_runs: list[re.Pattern[str]] = []
+
+
+def _marks_from(raw: str, k: i64, floor: i64) -> i64:
+    """The start of the run of combining marks (class not 0) that ends at ``raw[k]``, not below
+    ``floor`` (``k + 1`` when ``raw[k]`` is none). A cut is never safe before a mark, so the walk
+    back to a cut jumps over the run: a step a character cost 0.15 us (a fresh str, its hash and
+    set lookups; 200,000 marks fed to a stream in slices of 16,384 cost 0.03 s of feeds, half of
+    what the whole encode costs). Read in C, in reversed windows that double: the cost is the
+    run's length, however far ``floor`` is."""
+    if not _mark_runs:
+        _mark_runs.append(re.compile(f"[{MARK_CLASS}]*"))
+    marks = _mark_runs[0]
+    start: i64 = k + 1
+    size: i64 = 64
+    while start > floor:
+        low = max(floor, start - size)
+        window = raw[low:start][::-1]
+        run = marks.match(window)
+        length: i64 = 0 if run is None else run.end()
+        start -= length
+        if length < len(window):
+            break
+        size *= 2
+    return start
 
 
 def _is_l_jamo(cp: int) -> bool:
@@ -1285,11 +1314,14 @@ class StreamEngine:
                 k = limit if limit < n else n - 1
                 start = k
                 memo_start, memo_k, memo_at = self.nfc_memo
+                floor = memo_start if at == memo_at and at <= memo_start <= k else at
                 while k > at and raw[k] in sticky and not _nfc_cut_before(raw, k, sticky):
                     if k == memo_start and at == memo_at:
                         k = memo_k  # walked last time, over the same raw text: keeps long runs linear
                         break
                     k -= 1
+                    if k > floor:
+                        k = min(k, _marks_from(raw, k, floor))  # (no cut before a mark: jumped over in C)
                 self.nfc_memo = (start, k, at)
                 limit = k
         return limit
