@@ -564,6 +564,10 @@ def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     (tmp_path / "cut.jsonl.zst").write_bytes(packed[: len(packed) * 2 // 3])
     with pytest.raises(CorpusInputError, match="cut.jsonl.zst: cannot read: the file ends inside a zstd frame"):
         peek2.corpus.tokenize(tmp_path / "cut.jsonl.zst", output=tmp_path / "cut", **run)
+    for empty in ("empty.jsonl.zst", "empty.jsonl.gz"):  # (read as no documents, exit 0; a later hunt)
+        (tmp_path / empty).write_bytes(b"")
+        with pytest.raises(CorpusInputError, match=f"{empty}: cannot read: the file is empty"):
+            peek2.corpus.tokenize(tmp_path / empty, output=tmp_path / "empty", force=True, **run)
     (tmp_path / "o.parquet").write_bytes((tmp_path / "z.parquet").read_bytes())
     with pytest.raises(CorpusError, match="o.parquet is an input of this run"):
         peek2.corpus.tokenize(tmp_path / "o.parquet", output=tmp_path / "o", force=True, **run)
@@ -797,6 +801,80 @@ def test_tokenize_batches_replaces_an_ids_column_and_megatron_text_key_is_a_name
     _mixed_corpus(tmp_path / "c.jsonl", 10)
     with pytest.raises(CorpusError, match="text_key 'a/b' names the Megatron files"):
         peek2.corpus.tokenize(tmp_path / "c.jsonl", tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", text_key="a/b", quiet=True)
+
+
+@pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)
+def test_a_forced_run_stopped_while_it_removes_the_old_outputs_is_not_resumed_as_finished(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """A bug hunt: a --force run killed after removing ``o.parquet`` and before ``o.summary.json``
+    (they went in name order) left the old summary, and --resume returned it, exit 0, with the
+    Parquet file gone. The summary is removed first now, and a finished run whose outputs are gone
+    is not resumed as finished. Stopped after each removal, --resume either gives the bytes of a
+    run that never stopped or refuses by name."""
+    import peek2.corpus.run as run_module
+
+    corpus = tmp_path / "c.jsonl"
+    _mixed_corpus(corpus, 40)
+    with open(corpus, "a", encoding="utf-8") as out:
+        out.write('{"text": 5}\n')  # (rejected with skip_bad: a rejects file, which sorts before the summary)
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": fmt, "workers": 1, "quiet": True, "skip_bad": True, "shard_size": 300}
+    output = tmp_path / "o"
+    peek2.corpus.tokenize(corpus, output=output, **options)
+    expected = files_bytes(tmp_path, "o")
+    real = os.remove
+    for at in range(1, len(expected) + 2):  # (the outputs and the summary)
+        calls = 0
+
+        def remove_or_stop(path: str) -> None:
+            nonlocal calls
+            real(path)
+            calls += 1
+            if calls == at:
+                raise _Stop
+
+        monkeypatch.setattr(run_module.os, "remove", remove_or_stop)
+        with pytest.raises(_Stop):
+            peek2.corpus.tokenize(corpus, output=output, force=True, **options)
+        monkeypatch.setattr(run_module.os, "remove", real)
+        assert not (tmp_path / "o.summary.json").exists()
+        if at <= len(expected):  # (outputs left: refused, as outputs in the way of any new run)
+            with pytest.raises(peek2.corpus.CorpusError, match="--force"):
+                peek2.corpus.tokenize(corpus, output=output, resume=True, **options)
+            peek2.corpus.tokenize(corpus, output=output, force=True, **options)
+        else:  # (all removed: it begins, as a run stopped before its work folder was made)
+            peek2.corpus.tokenize(corpus, output=output, resume=True, **options)
+        assert files_bytes(tmp_path, "o") == expected
+    # A summary whose outputs are gone (left by a version that removed it last) is not a finished run.
+    victim = sorted(name for name in expected if not name.endswith(".summary.json"))[0]
+    (tmp_path / victim).unlink()
+    with pytest.raises(peek2.corpus.CorpusError, match=f"its output .*{victim} is gone"):
+        peek2.corpus.tokenize(corpus, output=output, resume=True, **options)
+
+
+def test_a_work_folder_removed_during_the_run_is_named(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: with its work folder removed during the run, a run stopped with "file not found:
+    PREFIX.peek2-work/manifest.json.tmp", as if an input were missing."""
+    import shutil
+
+    import peek2.corpus.run as run_module
+
+    corpus = tmp_path / "c.jsonl"
+    _mixed_corpus(corpus, 200)
+    real = run_module._Run.save_manifest
+    saves = 0
+
+    def save_after_removal(self: run_module._Run, manifest: dict[str, object]) -> None:
+        nonlocal saves
+        saves += 1
+        if saves == 2:
+            shutil.rmtree(self.work)
+        real(self, manifest)
+
+    monkeypatch.setattr(run_module._Run, "save_manifest", save_after_removal)
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": "megatron", "workers": 1, "quiet": True, "unit_bytes": 4096, "checkpoint_seconds": 0.0}
+    with pytest.raises(CorpusError, match=r"work folder .*o\.peek2-work was removed while the run went on .*start over with --force"):
+        peek2.corpus.tokenize(corpus, output=tmp_path / "o", **options)
 
 
 @pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)

@@ -311,6 +311,10 @@ def find_inputs(inputs: object) -> list[Source]:
 
 
 def _open_binary(source: Source) -> IO[bytes]:
+    if source.compression and _empty(source.path):
+        # (gzip and zstandard read an empty file as no data: a download that failed at its first
+        # byte was a corpus of no documents, exit 0; a bug hunt. gzip -t calls it a truncated file.)
+        raise CorpusInputError(f"{source.path}: cannot read: the file is empty (0 bytes), so not {source.compression} data")
     try:
         if source.compression == "gzip":
             return gzip.GzipFile(source.path, "rb")  # type: ignore[return-value]  # (owns and closes its file)
@@ -325,6 +329,13 @@ def _open_binary(source: Source) -> IO[bytes]:
             raise CorpusInputError(f"{source.path}: reading .zst needs the zstandard package (pip install 'peek2[corpus]')") from None
         return _ZstdFrames(raw, zstandard)  # type: ignore[return-value]
     return raw
+
+
+def _empty(path: str) -> bool:
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False  # (named where it is opened)
 
 
 ZSTD_OUTPUT_MAX = 8 << 20  # _ZstdFrames: decompressed bytes a step makes, about at most

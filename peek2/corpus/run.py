@@ -306,6 +306,13 @@ def tokenize(
             problem = _resume_problem(summary["run"], fingerprints, digest, option_values)
         except (OSError, ValueError, KeyError, TypeError) as error:
             problem = f"its summary {run.summary_path} does not say what it ran ({type(error).__name__}: {error})"
+        if not problem:
+            # (A new run killed while it removed the old outputs: the summary goes first now, but
+            # one written before that left a summary of outputs gone; a bug hunt.)
+            folder = os.path.dirname(run.summary_path)  # (the outputs' folder, however the prefix was written)
+            missing = [path for path in summary.get("outputs", []) if not os.path.exists(os.path.join(folder, os.path.basename(path)))]
+            if missing:
+                problem = f"its output {missing[0]} is gone"
         if problem:
             raise CorpusError(f"cannot resume {output}: the run is finished, and {problem}: start a new run (--force replaces its outputs)")
         shutil.rmtree(run.work, ignore_errors=True)  # (a run killed while removing its work folder)
@@ -351,6 +358,11 @@ def tokenize(
         ray = (workers if engine_workers_given else None, ray_address) if engine == "ray" else None
         reporter = Progress(sum(f["size"] for f in manifest["inputs"]), progress, progress_seconds)
         return _run(run, manifest, sources, tok, options, workers, reporter, checkpoint_seconds, started, resume, ray)
+    except FileNotFoundError as error:
+        if os.path.isdir(run.work):
+            raise
+        # (it was "file not found: PREFIX.peek2-work/manifest.json.tmp", as if an input were missing; a bug hunt)
+        raise CorpusError(f"the run's work folder {run.work} was removed while the run went on ({error.filename}): it cannot go on; start over with --force") from None
     finally:
         run.release()
 
@@ -406,6 +418,9 @@ def _clear_the_way(run: _Run, format: str, text_key: str, force: bool, sources: 
             raise CorpusError(f"{path} is an input of this run and the name of one of its outputs: choose another output prefix")
     if in_the_way and not force:
         raise CorpusError(f"{in_the_way[0]} exists{f' (and {len(in_the_way) - 1} more outputs)' if len(in_the_way) > 1 else ''}: pass --force (force=True) to replace the outputs of {output}")
+    # The summary first: it says the run finished, and a run killed among these removals must not
+    # leave one that names outputs already removed (a --resume then returned it, exit 0; a bug hunt).
+    in_the_way.sort(key=lambda path: not path.endswith(".summary.json"))
     for path in in_the_way:
         os.remove(path)
 
