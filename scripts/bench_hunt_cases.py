@@ -13,12 +13,14 @@ them before and after its change, are in each case's label:
   with special tokens, against ``tiktoken.Encoding.encode(allowed_special="all")``;
 - ``decode one id``: a generation loop's ``decode([id])``, and the same with a tuple, a NumPy
   integer and a one-id array, against tokenizers' ``decode``;
-- ``offsets NFC marks``: Qwen3's ``encode_with_offsets`` of runs of marks that decompose, against
-  tokenizers' ``encode`` (which always computes offsets);
+- ``rank file one piece``: the same rank file on one long piece (a run of one character);
+- ``offsets NFC``: Qwen3's ``encode_with_offsets`` of runs of marks that decompose, and of 40,000
+  random CJK ideographs after one U+212B (which NFC changes), against tokenizers' ``encode`` (which
+  always computes offsets);
 - ``long words``: words of 256 to 2,000 random letters (one piece each), Llama-3.2's file against
   tiktoken with its ``tokenizer.model``;
-- ``async held run``: ``async_encode`` of a run the stream holds whole, against tokenizers'
-  ``async_encode``.
+- ``async held run``: ``async_encode`` of a run the stream holds whole or cuts by rule 3 (spaces
+  and tabs in turn), against tokenizers' ``async_encode``.
 """
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ def cases(data: Path, only: str) -> list[Case]:
         for text in ("<|eot_id|>x" * 50_000, "<|begin_of_text|> hello world, how are you today?" * 20_000):
             assert ours.encode(text) == theirs.encode(text, allowed_special="all")
             out.append((f"rank file specials {text[:14]!r}", partial(ours.encode, text), partial(theirs.encode, text, allowed_special="all"), ours._engine.cache.clear))
+        for unit, length in ((" ", 4000), ("a", 4000), (" ", 40_000), ("\u0436", 40_000)):
+            text = unit * length  # (one piece: the merger's heap)
+            assert ours.encode(text) == theirs.encode(text)
+            out.append((f"rank file one piece {ascii(unit)} x {length:,}", partial(ours.encode, text), partial(theirs.encode, text), ours._engine.cache.clear))
     if only in ("", "decode"):
         path = str(files / "llama3.1" / "tokenizer.json")
         ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
@@ -99,11 +105,12 @@ def cases(data: Path, only: str) -> list[Case]:
     if only in ("", "offsets"):
         path = str(files / "qwen3" / "tokenizer.json")
         ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
-        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000):
+        many = "\u212b" + "".join(chr(rng.randrange(0x4E00, 0x9FA6)) for _ in range(40_000))  # (one change, 20K distinct)
+        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many):
             got, expected = ours.encode_with_offsets(text, add_special_tokens=False), ref.encode(text, add_special_tokens=False)
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
             out.append((
-                f"offsets NFC marks {ascii(text[:3])}",
+                f"offsets NFC {ascii(text[:3])}",
                 partial(ours.encode_with_offsets, text, add_special_tokens=False),
                 partial(ref.encode, text, add_special_tokens=False),
                 ours._engine.cache.clear,
@@ -122,7 +129,9 @@ def cases(data: Path, only: str) -> list[Case]:
                 ours._engine.cache.clear,
             ))
     if only in ("", "async"):
-        for name, text in (("llama3.1", "\n" + " " * 200_000), ("qwen3", "e" + "\u0301\u0323" * 100_000)):
+        for name, text in (
+            ("llama3.1", "\n" + " " * 200_000), ("qwen3", "e" + "\u0301\u0323" * 100_000), ("llama3.1", " \t" * 80_000), ("deepseek-v3", " \t" * 80_000)
+        ):
             path = str(files / name / "tokenizer.json")
             ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
 
