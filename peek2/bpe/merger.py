@@ -1189,8 +1189,10 @@ def _pair_value(left: i64, right: i64, merges: MergeTable, pairs: vec[i64]) -> i
     return value
 
 
-HEAP_SCRATCH_MAX: Final = LONG_PIECE_BYTES
-"""The longest piece (bytes) whose heap merge uses the arrays kept in ``HeapScratch`` (6 MB at most)."""
+HEAP_SCRATCH_MAX: Final = 1 << 14
+"""The longest piece (bytes) whose heap merge uses the arrays kept in ``HeapScratch`` (0.75 MB at
+most; kept up to LONG_PIECE_BYTES, 6 MB, they broke a memory bound of the prompt sessions'
+tests: making the arrays weighs less against merging a longer piece)."""
 
 
 class HeapScratch:
