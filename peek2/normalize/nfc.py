@@ -162,6 +162,32 @@ def _nfc_sorted(text: str) -> str:
             stop = classes.index(0, at)
         except ValueError:
             stop = n
-        parts.append("".join(sorted(text[at:stop], key=unicodedata2.combining)))
+        parts.append(_sorted_by_class(text[at:stop]))
         at = stop
     return str(unicodedata2.normalize("NFC", "".join(parts)))
+
+
+SORT_DISTINCT_MAX = 16
+"""A run of marks of at most this many distinct ones is sorted by ``str.replace`` calls."""
+
+
+def _sorted_by_class(run: str) -> str:
+    """``run`` (marks) stably sorted by combining class. Where it holds few distinct marks (the
+    usual adversarial run: two alternating), each class is what is left once the marks of the
+    others are replaced by nothing, one C call a mark: a sort with a key call a mark cost half of
+    NFC's time on ``"a" + "\u0323\u0340" * 50,000`` (Qwen3 offsets 0.61x tokenizers' encode), and
+    ``str.translate`` deleting them was no faster (a dict lookup a character)."""
+    distinct = set(run)
+    classes = {unicodedata2.combining(char) for char in distinct}
+    if len(classes) == 1:
+        return run
+    if len(distinct) > SORT_DISTINCT_MAX:
+        return "".join(sorted(run, key=unicodedata2.combining))
+    passes = []
+    for klass in sorted(classes):
+        kept = run
+        for char in distinct:
+            if unicodedata2.combining(char) != klass:
+                kept = kept.replace(char, "")
+        passes.append(kept)
+    return "".join(passes)
