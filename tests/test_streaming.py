@@ -380,8 +380,11 @@ def test_encoder_errors(tok: Tokenizer) -> None:
     encoder.feed(b"\xe4\xbd")
     with pytest.raises(ValueError, match="incomplete"):
         encoder.feed("x")
+    assert encoder.feed("") == []  # (an empty str changes nothing, so it is taken there too; a bug hunt)
     with pytest.raises(UnicodeDecodeError):
         encoder.finish()
+    encoder = tok.stream_encoder()
+    assert encoder.feed(b"a\xe4\xbd") + encoder.feed("") + encoder.feed(b"\xa0") + encoder.finish() == tok.encode("a\u4f60", False)
     encoder = tok.stream_encoder()
     encoder.finish()
     with pytest.raises(RuntimeError, match="after finish"):

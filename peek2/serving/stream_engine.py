@@ -499,7 +499,7 @@ class StreamEngine:
         # chunk had taken the held bytes of a character).
         ids = _output_list(out)
         if isinstance(chunk, str):
-            if self.tail:
+            if self.tail and chunk:  # (an empty str changes nothing: refused there, a bug hunt)
                 raise ValueError("a str chunk was fed while a UTF-8 sequence from bytes is incomplete")
             if first_surrogate(chunk) >= 0:
                 raise surrogate_error(chunk, ValueError("lone surrogate"))  # the index in this chunk
