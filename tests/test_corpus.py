@@ -852,6 +852,32 @@ def test_a_forced_run_stopped_while_it_removes_the_old_outputs_is_not_resumed_as
         peek2.corpus.tokenize(corpus, output=output, resume=True, **options)
 
 
+def test_a_ray_address_where_nothing_answers_is_refused_at_once(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: ``--ray-address`` of a port where nothing listens left Ray trying again for
+    minutes, logging each try, and peek2 said nothing. It is refused by name before the run
+    begins, from ``RAY_ADDRESS`` too; ``auto`` is left to Ray."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    corpus = tmp_path / "c.jsonl"
+    _mixed_corpus(corpus, 5)
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": "llmc", "quiet": True, "engine": "ray"}
+    for address, environment in ((f"127.0.0.1:{port}", None), (f"ray://127.0.0.1:{port}", None), (None, f"127.0.0.1:{port}")):
+        if environment is not None:
+            monkeypatch.setenv("RAY_ADDRESS", environment)
+        with pytest.raises(CorpusError, match=f"cannot reach the Ray cluster at .*127.0.0.1:{port}: Connection refused"):
+            peek2.corpus.tokenize(corpus, output=tmp_path / "o", ray_address=address, **options)
+        assert not (tmp_path / "o.peek2-work").exists()
+    run = subprocess.run(
+        [sys.executable, "-m", "peek2", "tokenize", str(corpus), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"),
+         "--format", "llmc", "--engine", "ray", "--ray-address", f"127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 2 and run.stderr.startswith(f"peek2: cannot reach the Ray cluster at 127.0.0.1:{port}") and "Traceback" not in run.stderr
+
+
 def test_a_work_folder_removed_during_the_run_is_named(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug hunt: with its work folder removed during the run, a run stopped with "file not found:
     PREFIX.peek2-work/manifest.json.tmp", as if an input were missing."""

@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -258,6 +259,8 @@ def tokenize(
         progress = "quiet"
     if engine not in ("local", "ray"):
         raise CorpusError(f"engine must be 'local' or 'ray', not {engine!r}")
+    if engine == "ray":
+        _check_ray_address(ray_address)
     sources = find_inputs(inputs)
     tok = _load_tokenizer(tokenizer)
     digest = tok._content_digest()
@@ -365,6 +368,31 @@ def tokenize(
         raise CorpusError(f"the run's work folder {run.work} was removed while the run went on ({error.filename}): it cannot go on; start over with --force") from None
     finally:
         run.release()
+
+
+def _check_ray_address(address: str | None) -> None:
+    """A cluster address (``host:port``, ``ray://host:port``; else ``RAY_ADDRESS``) where nothing
+    answers is refused before the run begins: Ray itself tried again for minutes, logging each try,
+    and peek2 said nothing (a bug hunt). ``auto`` and names Ray resolves are left to Ray."""
+    if address is None:
+        address = os.environ.get("RAY_ADDRESS")
+    if not address or address in ("auto", "local"):
+        return
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_SECONDS).close()
+    except (OSError, OverflowError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error) or type(error).__name__
+        raise CorpusError(
+            f"cannot reach the Ray cluster at {address}: {reason} (start it with `ray start --head`, "
+            "or leave out --ray-address and RAY_ADDRESS for a local Ray)"
+        ) from None
+
+
+RAY_CONNECT_SECONDS = 5.0
+"""How long ``_check_ray_address`` waits for a cluster's port to answer."""
 
 
 def _flag(value: object, name: str) -> bool:
