@@ -578,6 +578,8 @@ def _run(
                     if re.match(r"\s*[\w.]+(Error|Invalid|Exception): ", line) and not line.strip().startswith("ray.")
                 ]
                 cause = causes[-1] if causes else type(error).__name__
+                for source in sources:  # (the cluster read them by absolute path: named as given, as the local engine names them)
+                    cause = cause.replace(os.path.abspath(source.path), source.path) if os.path.abspath(source.path) != source.path else cause
                 kind, _, message = cause.partition(": ")
                 if kind.rsplit(".", 1)[-1] == "DocumentError":
                     raise _DocumentError(message) from None
