@@ -255,6 +255,7 @@ class Tokenizer:
 
         Raises:
             FileNotFoundError: no such file.
+            IsADirectoryError: a folder (``Tokenizer.from_pretrained`` takes one).
             TokenizerFormatError (ValueError): malformed or truncated file, or a missing field.
             NotImplementedError: a model or pipeline step peek2 does not implement (named).
         """
@@ -329,7 +330,9 @@ class Tokenizer:
         The merges are rebuilt from the ranks (every split of each token into two tokens, by rank),
         and a piece that is a whole token is that token, as in tiktoken; ``special_tokens`` maps
         content -> id. For Meta's Llama-3 ``tokenizer.model`` with its special tokens, the ids equal
-        those of the Llama-3 tokenizer.json.
+        those of a Llama-3 tokenizer.json whose model has ``ignore_merges: true``, as tiktoken takes
+        a piece that is a whole token whole (Llama-3's and 3.1's files; the Llama-3.2 tokenizer.json
+        beside this project's ``tokenizer.model`` has ``false``, and gives other ids for some pieces).
 
         ``pattern`` is a family name, a tiktoken encoding's name (``"cl100k_base"``, ``"o200k_base"``,
         ``"o200k_harmony"``, ``"r50k_base"``, ``"p50k_base"``) or its own ``pat_str``: cl100k_base's

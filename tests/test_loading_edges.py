@@ -541,3 +541,17 @@ def test_added_tokens_alike_once_normalized_are_named(data_dir: Path) -> None:
     with pytest.warns(UserWarning, match=r"'\\xe9z' and 'e\\u0301z' are equal once normalized"):
         tok = Tokenizer.from_str(json.dumps(spec))
     assert tok.encode("a e\u0301z", add_special_tokens=False)[-1] == 151669
+
+
+def test_a_folder_given_as_a_file_says_what_to_pass(data_dir: Path) -> None:
+    # ("Is a directory" was all open said; from_pretrained and the command take a folder.)
+    folder = data_dir / "tokenizers" / "gpt2"
+    loads = [
+        lambda: Tokenizer.from_file(data_dir / "tokenizers" / "llama3"),
+        lambda: Tokenizer.from_tiktoken(folder),
+        lambda: Tokenizer.from_gpt2_files(folder, folder / "vocab.bpe"),
+    ]
+    for load in loads:
+        with pytest.raises(IsADirectoryError, match="a folder, not a tokenizer file: pass the file in it, or the folder to Tokenizer.from_pretrained"):
+            load()
+    assert Tokenizer.from_pretrained(data_dir / "tokenizers" / "llama3").encode("hi") == Tokenizer.from_file(data_dir / "tokenizers" / "llama3" / "tokenizer.json").encode("hi")

@@ -162,12 +162,18 @@ def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[
 def _check_regular(path: str) -> None:
     """Refuse a device, pipe or socket before opening it: ``/dev/zero`` was read until memory ran
     out, a pipe without a writer blocked for ever (a bug hunt), and a pipe read once could not be
-    read again for the digest. A missing path or a folder is left to ``open``, which names it."""
+    read again for the digest. A missing path is left to ``open``, which names it. A folder is
+    refused with what to pass instead (``open`` said only "Is a directory"; a newcomer's first try,
+    since ``from_pretrained`` and the command take a folder)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(
+            errno.EISDIR, "a folder, not a tokenizer file: pass the file in it, or the folder to Tokenizer.from_pretrained", path
+        )
+    if not stat.S_ISREG(mode):
         raise OSError(errno.EINVAL, "not a regular file (a device, pipe or socket)", path)
 
 

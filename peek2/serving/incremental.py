@@ -30,7 +30,7 @@ which ids follow them.
 >>> session = tok.prompt_session()                                  # doctest: +SKIP
 >>> keep, new = session.append(system + question)                   # doctest: +SKIP
 >>> keep, new = session.append(answer + next_question)              # doctest: +SKIP
->>> ids = ids[:keep] + new      # == tok.encode(system + question + answer + next_question)
+>>> del ids[keep:]; ids += new  # == tok.encode(system + question + answer + next_question)
 """
 
 from __future__ import annotations
