@@ -20,7 +20,10 @@ them before and after its change, are in each case's label:
 - ``long words``: words of 256 to 2,000 random letters (one piece each), Llama-3.2's file against
   tiktoken with its ``tokenizer.model``;
 - ``async held run``: ``async_encode`` of a run the stream holds whole or cuts by rule 3 (spaces
-  and tabs in turn), against tokenizers' ``async_encode``.
+  and tabs in turn), against tokenizers' ``async_encode``;
+- ``stream a character at a time``: a ``stream_encoder`` fed one character per ``feed`` (runs with
+  no piece boundary, and English), against tokenizers' one ``encode`` of the whole (it has no
+  stream).
 """
 
 from __future__ import annotations
@@ -143,6 +146,20 @@ def cases(data: Path, only: str) -> list[Case]:
 
             assert peek2_async() == asyncio.run(reference())
             out.append((f"async held run {name} {ascii(text[:3])}", peek2_async, partial(run_coroutine, reference), ours._engine.cache.clear))
+    if only in ("", "stream"):
+        for name, text in (("gpt4o", " " * 100_000), ("gpt4o", "a" * 100_000), ("deepseek-v3", " " * 100_000), ("llama3.1", "The quick brown fox jumps over the lazy dog. " * 2_000)):
+            path = str(files / name / "tokenizer.json")
+            ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+
+            def streamed(t: str = text, o: Tokenizer = ours) -> list[int]:
+                encoder, ids = o.stream_encoder(), []
+                for char in t:
+                    encoder.feed(char, ids)
+                return encoder.finish(ids)
+
+            assert streamed() == ref.encode(text, add_special_tokens=False).ids
+            label = f"stream a character at a time {name} {ascii(text[:3])}"
+            out.append((label, streamed, partial(ref.encode, text, add_special_tokens=False), ours._engine.cache.clear))
     return out
 
 
@@ -150,7 +167,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async"], default="")
+    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async", "stream"], default="")
     args = parser.parse_args()
     print(f"CPU seconds, medians of {args.runs} interleaved runs; ratio = reference / peek2")
     print(f"  {'case':44} {'peek2':>8} {'reference':>10} {'ratio':>7}")

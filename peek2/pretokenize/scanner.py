@@ -677,20 +677,25 @@ def forced_boundary(before: i64, after: i64, rules: i64) -> bool:
     return _is_whitespace_after(before, after)
 
 
-def final_boundary(text: str, stage2: bytes, rules: i64, window: i64) -> i64:
+def final_boundary(text: str, stage2: bytes, rules: i64, window: i64, low: i64 = 0) -> i64:
     """The last ``c`` among the final ``window`` characters where a piece ends whatever follows.
 
     Rule 1 of ``peek2.serving.streaming`` (see its notes): the categories of ``text[c - 1]`` and
     ``text[c]`` alone force a boundary at ``c`` (``forced_boundary``: for the classic shape a
     letter then a non-letter, a number then a non-number (or any two numbers when pieces take
     one), a non-whitespace character then a whitespace other than CR/LF). Returns 0 if there
-    is none. Compiled because the streaming encoder asks once per chunk.
+    is none. ``c`` below ``low`` is not looked at (the caller knows there is none). Compiled
+    because the streaming encoder asks once per chunk.
     """
     n: i64 = len(text)
     if n < 2:
         return 0
     after = _category(ord(text[n - 1]), stage2)
-    stop: i64 = max(0, n - window)
+    stop: i64 = n - window  # (no max(): a builtins call with a tuple of arguments, per chunk)
+    if stop < low - 1:
+        stop = low - 1
+    if stop < 0:
+        stop = 0
     c: i64 = n - 1
     while c > stop:
         before = _category(ord(text[c - 1]), stage2)
