@@ -13,6 +13,8 @@ them before and after its change, are in each case's label:
   with special tokens, against ``tiktoken.Encoding.encode(allowed_special="all")``;
 - ``decode one id``: a generation loop's ``decode([id])``, and the same with a tuple, a NumPy
   integer and a one-id array, against tokenizers' ``decode``;
+- ``rank file r50k random CJK words``: GPT-2's ranks (built from its files as tiktoken's gpt2
+  reads them) on 400K characters of words of random CJK ideographs, every piece new;
 - ``rank file one piece``: the same rank file on one long piece (a run of one character);
 - ``offsets NFC``: Qwen3's ``encode_with_offsets`` of runs of marks that decompose, and of 40,000
   random CJK ideographs after one U+212B (which NFC changes), against tokenizers' ``encode`` (which
@@ -88,6 +90,25 @@ def cases(data: Path, only: str) -> list[Case]:
         for text in ("<|eot_id|>x" * 50_000, "<|begin_of_text|> hello world, how are you today?" * 20_000):
             assert ours.encode(text) == theirs.encode(text, allowed_special="all")
             out.append((f"rank file specials {text[:14]!r}", partial(ours.encode, text), partial(theirs.encode, text, allowed_special="all"), ours._engine.cache.clear))
+        # Words of 1-40 random CJK ideographs, every piece new: GPT-2's ranks (r50k_base, from its
+        # files, as tiktoken's gpt2 reads them) give each many ids (the piece cache's admission).
+        import base64
+        import tempfile
+
+        from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+        ranks = data_gym_to_mergeable_bpe_ranks(str(files / "gpt2" / "vocab.bpe"), str(files / "gpt2" / "encoder.json"))
+        with tempfile.TemporaryDirectory() as folder:
+            rank_file = Path(folder) / "r50k_base.tiktoken"
+            rank_file.write_bytes(b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items()))
+            r50k = Tokenizer.from_tiktoken(rank_file, pattern="r50k_base")
+        gpt2 = tiktoken.Encoding("r50k_base", pat_str=PATTERNS["gpt2"], mergeable_ranks=ranks, special_tokens={})
+        words = []
+        while sum(map(len, words)) < 400_000:
+            words.append("".join(chr(rng.randrange(0x4E00, 0x9FA6)) for _ in range(rng.randrange(1, 40))) + rng.choice(["\uff0c", "\u3002", " ", ""]))
+        text = "".join(words)
+        assert r50k.encode(text) == gpt2.encode(text)
+        out.append(("rank file r50k random CJK words", partial(r50k.encode, text), partial(gpt2.encode, text), r50k._engine.cache.clear))
         for unit, length in ((" ", 4000), ("a", 4000), (" ", 40_000), ("\u0436", 40_000)):
             text = unit * length  # (one piece: the merger's heap)
             assert ours.encode(text) == theirs.encode(text)

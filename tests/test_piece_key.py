@@ -113,3 +113,25 @@ def test_ascii_keys_are_piece_keys() -> None:
         got = ascii_key((before + piece + after).encode("ascii"), len(before), n, words)
         assert got == expected, (piece, hex(got), hex(expected))
         assert [words[i] for i in range(len(expected_words))] == expected_words, piece
+
+
+def test_a_length_class_of_pieces_that_never_come_again_is_cached_sparsely() -> None:
+    # (PieceCache.admit: random CJK words, each piece new, cost more to store than to merge again.)
+    from peek2.bpe.piece_cache import ADMIT_EPOCH, SPARSE_ADMIT, PieceCache, length_class
+
+    assert [length_class(n) for n in (1, 7, 8, 15, 16, 31, 32, 63, 64, 128)] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    cache = PieceCache(1 << 20)
+    first = [cache.admit(20) for _ in range(ADMIT_EPOCH - 1)]
+    assert all(first)  # every miss cached until the class's first decision
+    later = [cache.admit(20) for _ in range(4 * ADMIT_EPOCH)]  # no hit in the epoch: sparse
+    assert sum(later) == 4 * ADMIT_EPOCH // SPARSE_ADMIT
+    for _ in range(3 * ADMIT_EPOCH):  # another class, whose pieces come again: decided apart
+        cache.hit(5)
+        assert cache.admit(5)
+    admitted = []
+    for _ in range(3 * ADMIT_EPOCH):  # the class's pieces come again (a hit a miss): cached again
+        cache.hit(20)
+        admitted.append(cache.admit(20))
+    assert all(admitted[ADMIT_EPOCH:])
+    table = PieceCache(100, True)  # the vocabulary's tokens: all stored
+    assert all(table.admit(20) for _ in range(4 * ADMIT_EPOCH))
