@@ -175,6 +175,13 @@ cache's keys and the merge table's filter and final pairs are measured here too)
   4,000 characters (a run of letters, spaces, dots, Cyrillic, emoji) at 0.70-0.80x tiktoken with a
   rank file (cl100k_base; the sift-down was 65% of the time), and of 40,000 at 0.80-0.95x. Now
   0.80-0.94x and 0.96-1.08x (CPU medians of 5 interleaved runs, the piece cache emptied before each).
+- The heap looks its pairs up as the blocks do: the first in ``byte_pairs``, the others through
+  ``_pair_value`` (the filter, then the recent pairs) instead of the merge table each time
+  (``MergeTable.get`` was 28% of a one-piece encode of 4,000 letters). Pieces of random letters
+  (a bug hunt's; 200K characters a call, CPU medians of 5, the piece cache emptied, cl100k_base
+  against tiktoken): 2,048 letters 0.81x -> 0.97x, 5,000 0.77x -> 0.96x, 20,000 1.03x, 40,000
+  0.85x -> 1.06x; o200k_base 5,000 0.75x -> 0.99x; r50k_base 5,000 0.85x -> 1.03x. Llama-3.2's
+  file, 300K characters of words of 4,000 letters: 0.046-0.049 -> 0.036 s.
 - Pieces go to the heap when they start as more than HEAP_MIN_BYTES - 1 symbols, not bytes
   (``_merge_text`` counts them): with whole characters, a Thai word of o200k's pattern (one piece
   of 90-180 characters, 270-540 bytes) merges in the blocks, with the pair cache and the filter.
@@ -751,7 +758,7 @@ class BytePairEncoder:
         if size < 0:
             if 4 * (end - start) > LONG_PIECE_BYTES and self.long_pieces is not None:
                 return ids, -1
-            merged = _merge_heap(text[start:end].encode("utf-8"), self.byte_ids, self.merges, self.shared, self.heap_scratch)
+            merged = _merge_heap(text[start:end].encode("utf-8"), self)
             size = len(merged)
             ids = vec[i64](merged)
         if key != 0 and cache.admit(end - start):
@@ -777,7 +784,7 @@ class BytePairEncoder:
                 merged = block[1]
             else:
                 stop = n
-                merged = _merge_heap(data[at:] if at else data, self.byte_ids, self.merges, self.shared, self.heap_scratch)
+                merged = _merge_heap(data[at:] if at else data, self)
             size: i64 = len(merged)
             if keep:
                 if count + size > len(out_ids):
@@ -828,7 +835,7 @@ class BytePairEncoder:
             ids = self.scratch_ids
             size = self._merge_short(data, ids)
             return [ids[k] for k in range(size)]
-        return _merge_heap(data, self.byte_ids, self.merges, self.shared, self.heap_scratch)
+        return _merge_heap(data, self)
 
 
 def as_flag(value: object, name: str) -> bool:
@@ -1236,18 +1243,24 @@ class HeapScratch:
         return scratch
 
 
-def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable, shared: tuple[Any, ...], scratch: HeapScratch) -> list[int]:
+def _merge_heap(data: bytes, engine: BytePairEncoder) -> list[int]:
     """Merge with a heap of candidate pairs over a linked list of symbols: n log n for long pieces.
 
-    The ids are ``shared`` int objects (``shared_ints``): a block of a long piece of "ab" holds
-    30K ids, which new ints made 40 bytes each instead of a list slot's 8.
+    The ids are the engine's ``shared`` int objects (``shared_ints``): a block of a long piece of
+    "ab" holds 30K ids, which new ints made 40 bytes each instead of a list slot's 8.
 
     Heap entries are ``rank << 32 | position`` (position of the pair's left symbol), so the
     smallest is the lowest rank, leftmost: the same order as ``_merge_blocks``. An entry whose
-    pair changed since it was pushed is skipped when popped.
+    pair changed since it was pushed is skipped when popped. Pairs are looked up as the blocks
+    look them up: the first in ``byte_pairs``, the others through ``_pair_value`` (see the
+    performance notes).
     """
+    byte_ids = engine.byte_ids
+    byte_pairs = engine.byte_pairs
+    merges = engine.merges
+    pairs = engine.pairs
     size: i64 = len(data)
-    scratch = scratch.taken(size)
+    scratch = engine.heap_scratch.taken(size)
     ids = scratch.ids
     following = scratch.following
     preceding = scratch.preceding
@@ -1259,7 +1272,7 @@ def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable, shared: tup
     following[size - 1] = -1
     count: i64 = 0
     for k in range(size - 1):
-        value = merges.get(ids[k] * PAIR_STRIDE + ids[k + 1])
+        value = byte_pairs[(data[k] << 8) | data[k + 1]]
         if value != NO_MERGE:
             count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | k)
     while count > 0:
@@ -1270,7 +1283,7 @@ def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable, shared: tup
         nxt = following[at]
         if ids[at] < 0 or nxt < 0:
             continue
-        value = merges.get(ids[at] * PAIR_STRIDE + ids[nxt])
+        value = _pair_value(ids[at], ids[nxt], merges, pairs)
         if value == NO_MERGE or (value >> ID_BITS) != rank:
             continue  # stale: a neighbour merged since this pair was pushed
         ids[at] = value & ID_MASK
@@ -1279,14 +1292,15 @@ def _merge_heap(data: bytes, byte_ids: vec[i64], merges: MergeTable, shared: tup
         following[at] = after
         if after >= 0:
             preceding[after] = at
-            value = merges.get(ids[at] * PAIR_STRIDE + ids[after])
+            value = _pair_value(ids[at], ids[after], merges, pairs)
             if value != NO_MERGE:
                 count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | at)
         before = preceding[at]
         if before >= 0:
-            value = merges.get(ids[before] * PAIR_STRIDE + ids[at])
+            value = _pair_value(ids[before], ids[at], merges, pairs)
             if value != NO_MERGE:
                 count = _heap_push(heap, count, ((value >> ID_BITS) << 32) | before)
+    shared = engine.shared
     try:
         return [shared[ids[k]] for k in range(size) if ids[k] >= 0]
     finally:
