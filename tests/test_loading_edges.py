@@ -554,4 +554,9 @@ def test_a_folder_given_as_a_file_says_what_to_pass(data_dir: Path) -> None:
     for load in loads:
         with pytest.raises(IsADirectoryError, match="a folder, not a tokenizer file: pass the file in it, or the folder to Tokenizer.from_pretrained"):
             load()
+    with pytest.raises(IsADirectoryError, match=r"from_pretrained: '\.'$"):
+        Tokenizer.from_file(".")  # (named as given, not as the absolute path)
+    for empty in (lambda: Tokenizer.from_file(""), lambda: Tokenizer.from_tiktoken("")):
+        with pytest.raises(FileNotFoundError, match="an empty path: no tokenizer file named"):
+            empty()  # (an unset variable: it was "a folder", the working directory)
     assert Tokenizer.from_pretrained(data_dir / "tokenizers" / "llama3").encode("hi") == Tokenizer.from_file(data_dir / "tokenizers" / "llama3" / "tokenizer.json").encode("hi")

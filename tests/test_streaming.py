@@ -21,6 +21,7 @@ from tokenizers.decoders import DecodeStream
 from compliance.xnli import LANGUAGES, iter_xnli_tsv
 from conftest import fuzz_examples
 from peek2.serving import streaming
+from peek2.serving.streaming import StreamEncoder
 from peek2.normalize.added_tokens import AddedTokenMatcher
 from peek2.spec import AddedToken
 from peek2.tokenizer import Tokenizer
@@ -391,6 +392,29 @@ def test_encoder_errors(tok: Tokenizer) -> None:
         encoder.feed("x")
     with pytest.raises(RuntimeError, match="already"):
         encoder.finish()
+
+
+def test_a_list_subclass_as_out_and_a_patched_feed(tok: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Ids(list):  # type: ignore[type-arg]
+        pass
+
+    ids = Ids()
+    encoder = tok.stream_encoder()
+    encoder.feed("Hello world, ", ids)  # (refused: "out must be a list, not Ids"; a bug hunt)
+    encoder.finish(ids)
+    assert ids == tok.encode("Hello world, ", False)
+    with pytest.raises(TypeError, match="out must be a list, not tuple"):
+        tok.stream_encoder().feed("x", ())  # type: ignore[arg-type]
+    seen: list[object] = []
+    feed = StreamEncoder.feed
+
+    def spy(self: StreamEncoder, chunk: str, out: list[int] | None = None) -> list[int]:
+        seen.append(chunk)
+        return feed(self, chunk, out)
+
+    monkeypatch.setattr(StreamEncoder, "feed", spy)  # a tracer's patch sees every call
+    encoder = tok.stream_encoder()
+    assert encoder.feed("Hello") + encoder.finish() == tok.encode("Hello", False) and seen == ["Hello"]
 
 
 def test_bytearray_and_memoryview_chunks(tok: Tokenizer) -> None:

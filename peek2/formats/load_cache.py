@@ -139,9 +139,9 @@ def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[
     rewritten while it was read (same size or not) is read again, so that the digest is always that
     of what was read. (A bug hunt: the stamp taken after the read, a pickle carried the new file's
     digest with the old file's vocabulary, and loaded silently as the other.)"""
+    for given in files:
+        _check_regular(os.fspath(given))
     paths = tuple(os.path.abspath(os.fspath(f)) for f in files)
-    for path in paths:
-        _check_regular(path)
     directory = cache_dir()
     for _ in range(READS):
         stamps = tuple(file_stamp(path) for path in paths)
@@ -165,6 +165,8 @@ def _check_regular(path: str) -> None:
     read again for the digest. A missing path is left to ``open``, which names it. A folder is
     refused with what to pass instead (``open`` said only "Is a directory"; a newcomer's first try,
     since ``from_pretrained`` and the command take a folder)."""
+    if not path:  # (made absolute, "" was the working directory, named as a folder; a bug hunt)
+        raise FileNotFoundError(errno.ENOENT, "an empty path: no tokenizer file named", path)
     try:
         mode = os.stat(path).st_mode
     except OSError:

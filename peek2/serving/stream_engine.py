@@ -91,10 +91,12 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   5 beside tokenizers' one ``encode`` of the whole): rule 1 looks only at the pairs of characters
   its last search did not see (``_piece_cut``: that search's window, compared as a slice: as
   ``str.startswith(s, start)`` the argument parsing cost more than it saved), ``final_boundary``
-  has no 3-argument ``max()`` (a builtins call: mypyc compiles only two), and ``StreamEncoder``
-  puts this class's ``feed`` in front of its own. GPT-4o, 100K spaces 0.49x -> 0.88x, 100K "a"
-  0.53x -> 0.95x; DeepSeek-V3's spaces 0.49x -> 0.83x; English 2.9x before and after. What is left in a
-  run is one merge of it by rule 3 (an encode's worth) and about 260 ns a call.
+  has no 3-argument ``max()`` (a builtins call: mypyc compiles only two). GPT-4o, 100K spaces
+  0.49x -> 0.86x, 100K "a" 0.53x -> 0.91x; DeepSeek-V3's spaces 0.49x -> 0.81x; English 2.9x
+  before and after. What is left in a run is one merge of it by rule 3 (an encode's worth) and
+  about 300 ns a call. Tried and reverted: ``StreamEncoder`` putting this class's ``feed`` in its
+  instance dict, skipping its own frame: 2-4% faster, but a patch of ``StreamEncoder.feed`` (a
+  test's spy, a tracer) no longer saw the calls (a bug hunt).
 """
 
 from __future__ import annotations
@@ -435,7 +437,7 @@ def _output_list(out: object) -> list[int]:
     """The list ``feed``/``finish`` append to: the caller's, or a new one."""
     if out is None:
         return []
-    if type(out) is not list:
+    if not isinstance(out, list):  # (a subclass too: it is a list; it was refused, a bug hunt)
         raise TypeError(f"out must be a list, not {type(out).__name__}")
     return out
 

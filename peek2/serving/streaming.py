@@ -129,11 +129,7 @@ class StreamEncoder:
 
     def __init__(self, tokenizer: Tokenizer, add_special_tokens: bool = False, *, split_special_tokens: bool = False) -> None:
         # (checked, not bool(): "no" read as true added the special tokens; a bug hunt)
-        stream = self._stream = StreamEngine(tokenizer, as_flag(add_special_tokens, "add_special_tokens"), as_flag(split_special_tokens, "split_special_tokens"))
-        if type(self).feed is StreamEncoder.feed:
-            # The engine's own method, called without this class's frame in between: a stream
-            # fed a character at a time spent about a sixth of its time in it.
-            self.__dict__["feed"] = stream.feed
+        self._stream = StreamEngine(tokenizer, as_flag(add_special_tokens, "add_special_tokens"), as_flag(split_special_tokens, "split_special_tokens"))
 
     @property
     def pending_chars(self) -> int:
