@@ -225,7 +225,10 @@ class Tokenizer:
         self._prefix_ids = list(spec.prefix_ids)
         self._prefix_space = spec.prefix_space
         self._suffix_ids = list(spec.suffix_ids)
-        if type(self).encode is Tokenizer.encode:  # (a subclass's own encode stays in charge)
+        # (A subclass's own encode, or a patch of the class made before this tokenizer, stays in
+        # charge: compared with the class's own function, _OWN_ENCODE, not with Tokenizer.encode,
+        # which a patch replaces too; a bug hunt.)
+        if type(self).encode is _OWN_ENCODE:
             # The usual call runs compiled (PlainEncode, in place of this instance's method); text
             # where an added token may occur comes back to the method below.
             self.__dict__["encode"] = PlainEncode(
@@ -236,14 +239,14 @@ class Tokenizer:
                 self._ascii_is_normal,
                 self._prefix_ids,
                 self._suffix_ids,
-                types.MethodType(Tokenizer.encode, self),
+                types.MethodType(_OWN_ENCODE, self),
                 self._any_token,
                 self._prefix_space,
             )
         # (A subclass's own decode_bytes or _decode_table stays in charge: the method path.)
-        plain_decode = type(self).decode_bytes is Tokenizer.decode_bytes and type(self)._decode_table is Tokenizer._decode_table
+        plain_decode = type(self).decode_bytes is _OWN_DECODE_BYTES and type(self)._decode_table is _OWN_DECODE_TABLE
         self._plain_decode = PlainDecode(self._id_bytes, self) if plain_decode else None
-        if type(self).encode_ordinary is Tokenizer.encode_ordinary:
+        if type(self).encode_ordinary is _OWN_ENCODE_ORDINARY:
             ordinary_normalize = self._normalize if self._normalizes else None
             self.__dict__["encode_ordinary"] = OrdinaryEncode(self._engine, ordinary_normalize, self._ascii_is_normal, self._prefix_space, self)
 
@@ -1015,6 +1018,12 @@ class Tokenizer:
     def __repr__(self) -> str:
         return f"Tokenizer(family={self.family!r}, vocab_size={self.vocab_size}, source={self.spec.source!r})"
 
+
+# The methods as the class defines them (see Tokenizer.__init__).
+_OWN_ENCODE = Tokenizer.encode
+_OWN_ENCODE_ORDINARY = Tokenizer.encode_ordinary
+_OWN_DECODE_BYTES = Tokenizer.decode_bytes
+_OWN_DECODE_TABLE = Tokenizer._decode_table
 
 _TRIMMED = "\u0120" + "".join(sorted(WHITESPACE))
 """What ``trim_offsets`` trims off an added token's content: the byte-level space ``Ġ`` and what Rust's

@@ -412,9 +412,11 @@ def test_a_list_subclass_as_out_and_a_patched_feed(tok: Tokenizer, monkeypatch: 
         seen.append(chunk)
         return feed(self, chunk, out)
 
-    monkeypatch.setattr(StreamEncoder, "feed", spy)  # a tracer's patch sees every call
+    monkeypatch.setattr(StreamEncoder, "feed", spy)  # a patch before the encoder is made sees every call
     encoder = tok.stream_encoder()
     assert encoder.feed("Hello") + encoder.finish() == tok.encode("Hello", False) and seen == ["Hello"]
+    monkeypatch.undo()
+    assert "feed" in vars(tok.stream_encoder())  # (unpatched: the engine's own method, no frame of this class)
 
 
 def test_bytearray_and_memoryview_chunks(tok: Tokenizer) -> None:

@@ -137,6 +137,25 @@ def test_compiled_encode_pickles_and_gives_way_to_a_subclass(data_dir: Path) -> 
             return [7]
 
     assert Mine.from_file(path).encode("Hello") == [7]
+    # A patch of the class made before a tokenizer is made (a spy, a tracer) sees its calls: the
+    # compiled shortcuts were compared with the patched attribute itself, and replaced it (a bug hunt).
+    seen: list[str] = []
+    own_encode, own_ordinary = Tokenizer.encode, Tokenizer.encode_ordinary
+
+    def spy(self: Tokenizer, text: str, *args: object, **kwargs: object) -> list[int]:
+        seen.append(text)
+        return own_encode(self, text, *args, **kwargs)  # type: ignore[arg-type]
+
+    def spy_ordinary(self: Tokenizer, text: str) -> list[int]:
+        seen.append(text)
+        return own_ordinary(self, text)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Tokenizer, "encode", spy)
+        patch.setattr(Tokenizer, "encode_ordinary", spy_ordinary)
+        spied = Tokenizer.from_file(path)
+        assert spied.encode("Hello") == tok.encode("Hello") and spied.encode_ordinary("there") == tok.encode_ordinary("there")
+    assert seen == ["Hello", "there"]
     # The method checks its flags itself (a subclass's super().encode: "no" added the special
     # tokens, a NumPy bool raised mypyc's "bool object expected"; a bug hunt).
     import numpy as np

@@ -91,12 +91,14 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
   5 beside tokenizers' one ``encode`` of the whole): rule 1 looks only at the pairs of characters
   its last search did not see (``_piece_cut``: that search's window, compared as a slice: as
   ``str.startswith(s, start)`` the argument parsing cost more than it saved), ``final_boundary``
-  has no 3-argument ``max()`` (a builtins call: mypyc compiles only two). GPT-4o, 100K spaces
-  0.49x -> 0.86x, 100K "a" 0.53x -> 0.91x; DeepSeek-V3's spaces 0.49x -> 0.81x; English 2.9x
-  before and after. What is left in a run is one merge of it by rule 3 (an encode's worth) and
-  about 300 ns a call. Tried and reverted: ``StreamEncoder`` putting this class's ``feed`` in its
-  instance dict, skipping its own frame: 2-4% faster, but a patch of ``StreamEncoder.feed`` (a
-  test's spy, a tracer) no longer saw the calls (a bug hunt).
+  has no 3-argument ``max()`` (a builtins call: mypyc compiles only two), and ``StreamEncoder``
+  puts this class's ``feed`` in its instance dict (unless a subclass or a patch of the class
+  made before the encoder has its own). GPT-4o, 100K spaces 0.49x -> 0.88x, 100K "a" 0.53x ->
+  0.97x; DeepSeek-V3's spaces 0.49x -> 0.85x; English 2.9x before and after. What is left in a
+  run is one merge of it by rule 3 (an encode's worth) and about 300 ns a call. Later the same
+  day the runs measured 0.71-0.86x: the merges of one repeated character (``merge_whole`` of
+  2,040 and 4,000 spaces) had become 5-20% slower in the build with the heap's new lookups
+  (see ``peek2.bpe.merger``), not explained yet.
 """
 
 from __future__ import annotations
