@@ -613,6 +613,12 @@ def _run(
                     for process in spawned:  # (the executor reaps them in its own thread: wait for their exit codes)
                         with contextlib.suppress(Exception):
                             process.join(5)
+                    # A join racing the executor's own for the same process returns before the
+                    # exit code is set (its waitpid finds the child reaped): wait for the codes, or
+                    # the dead worker went unnamed and one the executor ended named instead (a CI run).
+                    deadline = time.monotonic() + 5
+                    while any(p.exitcode is None for p in spawned) and time.monotonic() < deadline:
+                        time.sleep(0.01)
                     dead = [p for p in spawned if p.exitcode is not None]
                     dead.sort(key=lambda p: p.exitcode == -signal.SIGTERM)  # (the executor ends the others with SIGTERM)
                     if not dead:
