@@ -216,6 +216,31 @@ def test_huge_pages_keep_the_ids(tok: Tokenizer) -> None:
     assert tok.encode(text) == before
 
 
+def test_a_fork_waits_for_the_collapse_of_the_tables(data_dir: Path) -> None:
+    """The tables are collapsed into huge pages by a thread, so that a load does not wait for it
+    (about 50 ms of a load of Qwen3's file); a fork just after a load waits for that thread, so
+    that the child starts with the tables collapsed and the parent forks with no thread of
+    peek2 running (Python 3.12 warns of a fork in a process with threads). Before, the thread
+    was still running in the parent's fork, as it is when nothing waits for it."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    path = data_dir / "tokenizers" / "qwen3" / "tokenizer.json"
+    code = f"""
+import os, threading
+from peek2 import Tokenizer
+tok = Tokenizer.from_file({str(path)!r})
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if tok.encode("Hello world") == [9707, 1879] else 3)
+running = [t.name for t in threading.enumerate() if t.name == "peek2-huge-pages"]
+_, status = os.waitpid(pid, 0)
+print(running, os.waitstatus_to_exitcode(status))
+"""
+    env = {**os.environ, "PEEK2_CACHE": "0"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["[]", "0"], result.stdout + result.stderr
+
+
 def test_huge_pages_can_be_turned_off(data_dir: Path) -> None:
     code = "from peek2.bpe import huge_pages; from librt.vecs import vec; from mypy_extensions import i64; print(huge_pages.advise([vec[i64]([0] * 1_000_000)]))"
     env = {**os.environ, huge_pages.ENV_SWITCH: "0"}
