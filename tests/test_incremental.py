@@ -8,6 +8,7 @@ tokens, digit groups, contractions and NFC runs.
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 from pathlib import Path
@@ -156,6 +157,52 @@ def test_session_appends_give_the_ids_of_encode(tok: Tokenizer, seed: int) -> No
         assert ids == tok.encode(text, add_special_tokens=add), (text, part)
         assert session.ids == ids
     assert session.text_chars == len(text)
+
+
+@settings(max_examples=fuzz_examples(150), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_a_copied_session_is_a_branch(tok: Tokenizer, seed: int) -> None:
+    """``copy.copy`` of a session (a conversation branched: two candidate replies): each is
+    appended to on its own and gives the ids of its own text. (copy.copy shared the stream and
+    the ids: an append to either changed both.)"""
+    rng = random.Random(seed)
+    add = rng.random() < 0.5
+    session = tok.prompt_session(add_special_tokens=add)
+    text = ""
+    for _ in range(rng.randint(0, 5)):
+        part = build_text(rng, rng.randint(0, 6))[: rng.randint(0, 30)]
+        session.append(part)
+        text += part
+    branch = (copy.deepcopy if rng.random() < 0.5 else copy.copy)(session)
+    texts = {id(session): text, id(branch): text}
+    for _ in range(rng.randint(1, 8)):
+        which = rng.choice([session, branch])
+        before = which.ids
+        part = build_text(rng, rng.randint(0, 6))[: rng.randint(0, 30)]
+        keep, new = which.append(part)
+        texts[id(which)] += part
+        assert before[:keep] + new == which.ids == tok.encode(texts[id(which)], add_special_tokens=add)
+    for which in (session, branch):
+        assert which.ids == tok.encode(texts[id(which)], add_special_tokens=add)
+        assert which.text_chars == len(texts[id(which)])
+
+
+def test_a_copied_prompt_cache_keeps_its_prompts_apart(tok: Tokenizer) -> None:
+    """A copy holds the same prompts and reuses them, and the two caches then change apart.
+    (copy.copy shared the prompts and their lock; copy.deepcopy failed on the lock.)"""
+    cache = tok.prompt_cache(max_prompts=2)
+    prompt = "You are a helpful assistant. " * 40
+    cache.encode(prompt)
+    for make in (copy.copy, copy.deepcopy):
+        other = make(cache)
+        assert len(other) == len(cache) == 1
+        reused = other.reused_chars
+        assert other.encode(prompt + "Hi!") == tok.encode(prompt + "Hi!")  # takes over the copy's entry
+        assert other.reused_chars > reused
+        other.clear()
+        assert len(cache) == 1 and len(other) == 0
+        assert cache.encode(prompt) == tok.encode(prompt)
 
 
 def test_session_re_encodes_only_the_pending_tail(tok: Tokenizer, data_dir: Path) -> None:

@@ -7,8 +7,10 @@ is also held against ``tokenizers.decoders.DecodeStream``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 import random
 from pathlib import Path
 
@@ -103,6 +105,62 @@ def test_random_cuts_give_the_ids_of_encode(tok: Tokenizer, seed: int) -> None:
     rescan = rng.choice([0, 2, 3, 5, 8])
     got = stream(tok, cut(data, points), add, split, into, rescan)
     assert got == expected, f"{ascii(text)} cut at {sorted(points)} ({type(data).__name__}, into={into}, rescan={rescan})"
+
+
+@settings(max_examples=fuzz_examples(400), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_a_copied_encoder_is_a_branch_of_the_stream(tok: Tokenizer, seed: int) -> None:
+    """``copy.copy`` (or ``deepcopy``) of an encoder at any point, bytes cut inside a character
+    included: the copy and the original each give the ids of the text fed so far plus what each
+    is fed next. (copy.copy shared the engine's state: the two streams mixed their texts.)"""
+    rng = random.Random(seed)
+    start, left, right = build_text(rng, 12), build_text(rng, 8), build_text(rng, 8)
+    add = rng.random() < 0.5
+    as_bytes = rng.random() < 0.5
+    data: str | bytes = start.encode("utf-8") if as_bytes else start
+    encoder = tok.stream_encoder(add)
+    if rng.random() < 0.5:
+        encoder._stream.rescan_min = encoder._stream.rescan_at = rng.choice([2, 3, 5])
+    ids: list[int] = []
+    for chunk in cut(data, [rng.randint(0, len(data)) for _ in range(rng.randint(0, 6))]):
+        encoder.feed(chunk, ids)
+    branch = (copy.deepcopy if rng.random() < 0.5 else copy.copy)(encoder)
+    assert type(branch) is StreamEncoder and branch.pending_chars == encoder.pending_chars
+    head = start.encode("utf-8") if as_bytes else start
+    rest = [(branch, left), (encoder, right)]
+    rng.shuffle(rest)
+    results = {}
+    for which, text in rest:
+        more = list(ids)
+        chunks = cut(text.encode("utf-8") if as_bytes else text, [rng.randint(0, len(text)) for _ in range(rng.randint(0, 4))])
+        for chunk in chunks:
+            which.feed(chunk, more)
+        results[id(which)] = which.finish(more)
+    for which, text in ((branch, left), (encoder, right)):
+        whole = (head.decode("utf-8") if as_bytes else head) + text  # type: ignore[union-attr]
+        assert results[id(which)] == tok.encode(whole, add), (ascii(start), ascii(text))
+
+
+def test_a_copy_of_a_finished_or_broken_encoder_is_so_too(tok: Tokenizer) -> None:
+    encoder = tok.stream_encoder()
+    encoder.feed("Hello")
+    encoder.finish()
+    with pytest.raises(RuntimeError, match="after finish"):
+        copy.copy(encoder).feed("x")
+    encoder = tok.stream_encoder()
+    encoder.feed(b"caf\xc3")
+    with pytest.raises(UnicodeDecodeError):
+        copy.copy(encoder).finish()  # the incomplete character is copied too
+    assert encoder.feed(b"\xa9") + encoder.finish() == tok.encode("café", add_special_tokens=False)
+
+
+def test_encoders_sessions_and_caches_refuse_pickling_by_name(tok: Tokenizer) -> None:
+    """They hold this process's engine state: pickling failed deep inside ("cannot pickle
+    'vec[i64]' object", "cannot pickle '_thread.lock' object"), naming nothing of peek2."""
+    for thing, name in ((tok.stream_encoder(), "StreamEncoder"), (tok.prompt_session(), "PromptSession"), (tok.prompt_cache(), "PromptCache")):
+        with pytest.raises(TypeError, match=f"a {name} cannot be pickled"):
+            pickle.dumps(thing)
 
 
 def test_whitespace_then_a_long_run_stays_exact(tok: Tokenizer) -> None:
@@ -523,6 +581,25 @@ def test_decoder_holds_back_partial_characters(tok: Tokenizer) -> None:
     decoder = tok.stream_decoder()
     assert decoder.feed(ids[:2]) == "" and decoder.pending_bytes == 2
     assert decoder.finish() == "\ufffd" == tok.decode(ids[:2])
+
+
+@settings(max_examples=fuzz_examples(300), derandomize=True, database=None, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=seeds)
+def test_a_copied_decoder_is_a_branch(tok: Tokenizer, seed: int) -> None:
+    """A decoder copied inside a character: each gives the text of its own ids. (copy.copy shared
+    the UTF-8 state: the copy's next bytes completed the original's character.)"""
+    rng = random.Random(seed)
+    byte_ids = [tok._engine.byte_ids[b] for b in "你é🙂".encode("utf-8")]
+    pool = byte_ids + tok.encode("你好 é 🙂 abc", add_special_tokens=False)
+    start, left, right = ([rng.choice(pool) for _ in range(rng.randint(0, 8))] for _ in range(3))
+    decoder = tok.stream_decoder()
+    head = "".join(decoder.feed(i) for i in start)
+    branch = (copy.deepcopy if rng.random() < 0.5 else copy.copy)(decoder)
+    assert branch.pending_bytes == decoder.pending_bytes
+    got_left = head + "".join(branch.feed(i) for i in left) + branch.finish()
+    got_right = head + "".join(decoder.feed(i) for i in right) + decoder.finish()
+    assert got_left == tok.decode(start + left) and got_right == tok.decode(start + right)
 
 
 def test_decoder_errors(tok: Tokenizer) -> None:

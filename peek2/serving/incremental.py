@@ -40,7 +40,7 @@ import threading
 import weakref
 from bisect import bisect_right
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, SupportsIndex
 
 from peek2.argument_checks import check_count
 from peek2.bpe.merger import as_flag
@@ -135,6 +135,28 @@ class PromptCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __copy__(self) -> PromptCache:
+        """A new cache with the same settings and prompts, which the two then keep apart (the
+        tokenizer is shared; ``copy.deepcopy`` gives the same). ``copy.copy`` shared the prompts
+        and their lock before, and ``copy.deepcopy`` failed on the lock."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._lock = threading.Lock()
+        other._entries = OrderedDict()
+        with self._lock:
+            for entry in self._entries.values():
+                if entry.ids is not None:  # (None: being taken over by an encode of this cache)
+                    copied = _Entry(entry.text, list(entry.ids), list(entry.positions), list(entry.counts), list(entry.states))
+                    other._entries[id(copied)] = copied
+        _CACHES.add(other)
+        return other
+
+    def __deepcopy__(self, memo: dict[int, object]) -> PromptCache:
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        raise TypeError("a PromptCache cannot be pickled: make one from the Tokenizer in the other process (tok.prompt_cache())")
 
     def clear(self) -> None:
         with self._lock:
@@ -260,6 +282,26 @@ class PromptSession:
                 return keep + same, tail[same:]
         new += tail
         return keep, new
+
+    def __copy__(self) -> PromptSession:
+        """A branch of the session: the copy and the original are appended to independently
+        (the tokenizer is shared; ``copy.deepcopy`` gives the same). ``copy.copy`` shared the
+        stream and the ids before: an append to either changed both."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._encoder = self._encoder.__copy__()
+        other._final = list(self._final)
+        other._tail = list(self._tail)
+        return other
+
+    def __deepcopy__(self, memo: dict[int, object]) -> PromptSession:
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        raise TypeError(
+            "a PromptSession cannot be pickled (its stream is tied to this process's tokenizer): "
+            "pickle the Tokenizer and append the text again in the other process, or copy.copy() the session here"
+        )
 
     def _finish_copy(self) -> list[int]:
         """The ids ``finish`` gives now; the session goes on from before the finish."""

@@ -632,10 +632,28 @@ class StreamEngine:
         if self.fed_bytes:
             raise ValueError("a checkpoint of an encoder fed bytes is not supported")
         self.memos = True
+        return self._state()
+
+    def _state(self) -> StreamState:
         return (
             self.raw, self.text, self.started, self.rescan_at, self.cont, self.interior_at, self.run_kind, self.need_space, self.nfc_memo, self.head,
             self.absorbed, self.ws_memo,
         )
+
+    def copy(self) -> StreamEngine:
+        """A new engine in this one's state, sharing nothing that changes with it (``copy.copy``
+        of a ``StreamEncoder``: a branch of the stream). It starts as the prompt cache's engines
+        start from a checkpoint (``restore``), plus what a checkpoint leaves out: the bytes of an
+        incomplete character, and whether the stream was finished or broken."""
+        other = StreamEngine(self.tok, self.add_special, self.split_special)
+        other.rescan_min = self.rescan_min
+        other.restore(self._state())
+        other.fed_bytes = self.fed_bytes
+        other.tail = self.tail
+        other.finished = self.finished
+        other.broken = self.broken
+        other.memos = self.memos
+        return other
 
     def restore(self, state: StreamState) -> None:
         """Back to the state of ``snapshot`` (also after ``finish``: a prompt session finishes a copy of its text)."""

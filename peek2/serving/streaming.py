@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import codecs
 import operator
-from typing import TYPE_CHECKING, Iterable, SupportsIndex, Union
+from typing import TYPE_CHECKING, Iterable, NoReturn, SupportsIndex, Union
 
 from peek2.bpe.merger import as_flag
 from peek2.serving.stream_engine import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
@@ -160,6 +160,27 @@ class StreamEncoder:
         """
         return self._stream.finish(out)
 
+    def __copy__(self) -> StreamEncoder:
+        """A branch of the stream: the copy and the original go on independently from the text
+        fed so far (the tokenizer is shared). ``copy.deepcopy`` gives the same: the tokenizer
+        does not change, so it is shared too. (``copy.copy`` shared the engine's state before,
+        so that feeding either changed both.)"""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        stream = other._stream = self._stream.copy()
+        if "feed" in self.__dict__:
+            other.__dict__["feed"] = stream.feed
+        return other
+
+    def __deepcopy__(self, memo: dict[int, object]) -> StreamEncoder:
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        raise TypeError(
+            "a StreamEncoder cannot be pickled (its state is tied to this process's tokenizer): "
+            "pickle the Tokenizer and feed the text again in the other process, or copy.copy() the encoder here"
+        )
+
     # The state the prompt cache keeps at a checkpoint (peek2.serving.incremental).
     def _snapshot(self) -> StreamState:
         return self._stream.snapshot()
@@ -230,6 +251,19 @@ class StreamDecoder:
         The decoder is then as new (no ``prefill``): unlike an encoder, whose ``finish`` ends it,
         it may decode the next response's ids."""
         return self._utf8.decode(b"", final=True)
+
+    def __copy__(self) -> StreamDecoder:
+        """A branch of the decoder: the copy and the original go on independently (the tokenizer
+        is shared; ``copy.deepcopy`` gives the same). ``copy.copy`` shared the UTF-8 state before:
+        a character the copy completed was taken from the original's."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        other._utf8.setstate(self._utf8.getstate())
+        return other
+
+    def __deepcopy__(self, memo: dict[int, object]) -> StreamDecoder:
+        return self.__copy__()
 
     @property
     def pending_bytes(self) -> int:
