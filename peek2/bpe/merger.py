@@ -192,7 +192,11 @@ cache's keys and the merge table's filter and final pairs are measured here too)
   (Llama-3.2's tokenizer.model) on one piece of 2,040 times "a": 0.97x -> 2.85x tiktoken; a stream of
   GPT-4o's file fed 100K spaces a character at a time, whose long run is merged in pieces of
   about 2,040 spaces (``peek2.serving.stream_engine``'s rule 3): 0.91x -> 1.27-1.30x tokenizers'
-  one encode of the whole.
+  one encode of the whole. With tiers the blocks beat the heap at 4,000 symbols too, so
+  HEAP_MIN_BYTES went from 2048 to 4096 (positions in the block values from 11 bits to 12; the
+  four scratch arrays 64 -> 128 KB): ``merge_whole`` of 4,000 times "a" 517 -> 239 us, 4,000 random
+  letters 340 -> 168 us; the rank file on one piece of 3,000 / 4,000 / 4,095 times "a" 1.20x /
+  1.13x / 1.15x -> 2.63x / 2.39x / 2.13x tiktoken (5,000, still the heap: 1.12-1.13x).
 - Pieces go to the heap when they start as more than HEAP_MIN_BYTES - 1 symbols, not bytes
   (``_merge_text`` counts them): with whole characters, a Thai word of o200k's pattern (one piece
   of 90-180 characters, 270-540 bytes) merges in the blocks, with the pair cache and the filter.
@@ -272,7 +276,7 @@ from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, Merge
 from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
 
 POS_MASK: Final = 0xFFFFFFFF
-HEAP_MIN_BYTES: Final = 2048
+HEAP_MIN_BYTES: Final = 4096
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
 ASCII_WINDOW: Final = 4096  # _run: code points a window of the text checked for ASCII (see _ascii_window)
 ASCII_PROBE: Final = 64  # ... of which these first
@@ -981,7 +985,7 @@ def _encode_plain(
 
 BLOCK_BITS: Final = 3  # blocks of 8 pair values in _merge_blocks
 TIER_FROM: Final = 32  # from this many blocks on, _merge_symbols also keeps the minima of 8 blocks
-POSITION_BITS: Final = 11  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
+POSITION_BITS: Final = 12  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
 POSITION_MASK: Final = (1 << POSITION_BITS) - 1
 
 
