@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -1089,3 +1091,40 @@ def test_runs_of_marks_that_decompose_have_the_reference_offsets(qwen3_files: tu
         got = ours.encode_with_offsets(text, add_special_tokens=False)
         expected = reference.encode(text, add_special_tokens=False)
         assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:20])
+
+
+def test_a_memory_error_while_caching_a_piece_leaves_the_cache_right(data_dir: Path) -> None:
+    """A MemoryError inside ``PieceCache.add`` (its array of ids growing) left the piece's entry
+    pointing past the array's end, where the next piece cached put its ids: the first piece then
+    got the second one's ids, silently (a bug hunt, under ``ulimit -v``: 89 wrong of 28,212
+    checks, and IndexError). The failure is injected into the plain-Python module, whose code
+    the compiled one is made from."""
+    script = f"""
+import sys
+import peek2
+import peek2.bpe.piece_cache as piece_cache
+tok = peek2.Tokenizer.from_file({str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")!r})
+real_append = piece_cache.append
+armed = [False]
+def failing_append(v, x):
+    if armed[0] and sys._getframe(1).f_code.co_name == "add":
+        armed[0] = False
+        raise MemoryError("injected")
+    return real_append(v, x)
+piece_cache.append = failing_append
+cases = [(" qzxw", " jkvp"), ("x" * 40 + "qzj", "y" * 40 + "vkp")]  # a short piece (no words to check), a long one
+for first, second in cases:
+    armed[0] = True
+    try:
+        tok.encode(first, add_special_tokens=False)
+        raise SystemExit("no MemoryError")
+    except MemoryError:
+        pass
+    print(tok.encode(second, add_special_tokens=False))
+    print(tok.encode(first, add_special_tokens=False))
+"""
+    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PEEK2_PURE": "1"}, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    reference = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"))
+    texts = [text for pair in [(" qzxw", " jkvp"), ("x" * 40 + "qzj", "y" * 40 + "vkp")] for text in reversed(pair)]
+    assert result.stdout.split("\n")[:4] == [str(reference.encode(t, add_special_tokens=False).ids) for t in texts]

@@ -1274,11 +1274,11 @@ class HeapScratch:
         scratch = self if size <= HEAP_SCRATCH_MAX and not self.busy else HeapScratch()
         if size > scratch.size:
             size = max(size, min(2 * scratch.size, HEAP_SCRATCH_MAX))
-            scratch.size = size
             scratch.ids = vec[i64]([0] * size)
             scratch.following = vec[i64]([0] * size)
             scratch.preceding = vec[i64]([0] * size)
             scratch.heap = vec[i64]([0] * (3 * size))  # n - 1 initial entries, at most 2 more per merge
+            scratch.size = size  # (last: arrays that failed to grow, MemoryError, are not taken as grown)
         scratch.busy = True
         return scratch
 

@@ -157,17 +157,15 @@ class PieceCache:
             self.clear()
         if 2 * (self.count + 1) > self.mask + 1 and self.mask + 1 < self.max_slots:
             self._grow()
-        mask = self.mask
-        entries = self.entries
-        slot = cache_slot(key, mask)
-        while entries[2 * slot] != 0:
-            slot = (slot + 1) & mask
-        entries[2 * slot] = key
+        # The ids go to ``multi`` first, and the entry is written only when they are all there:
+        # an append that fails (MemoryError) left an entry pointing past ``multi``'s end, where the
+        # next piece cached put its own ids, which the first piece then got (a bug hunt).
+        value: i64 = 0
         if size == 1 and key >= EXACT_KEY:
-            entries[2 * slot + 1] = ids[0]
+            value = ids[0]
         else:
             multi = self.multi
-            entries[2 * slot + 1] = -1 - len(multi)
+            value = -1 - len(multi)
             multi = append(multi, size)
             for k in range(size):
                 multi = append(multi, ids[k])
@@ -175,6 +173,13 @@ class PieceCache:
                 for k in range(word_count(key)):
                     multi = append(multi, words[k])
             self.multi = multi
+        mask = self.mask
+        entries = self.entries
+        slot = cache_slot(key, mask)
+        while entries[2 * slot] != 0:
+            slot = (slot + 1) & mask
+        entries[2 * slot + 1] = value
+        entries[2 * slot] = key
         self.count += 1
 
     def _grow(self) -> None:
