@@ -9,6 +9,8 @@ import os
 import pickle
 import re
 import shutil
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -104,6 +106,26 @@ def test_a_damaged_entry_is_rebuilt(cache: Path, data_dir: Path, damage: str) ->
     loaded = Tokenizer.from_file(path)
     assert loaded.encode(TEXT) == expected and loaded.decode(organized) == " organized"
     assert entry.read_bytes() == content  # rewritten whole
+
+
+@pytest.mark.parametrize("damage", ["a pipe", "a link to /dev/zero"])
+def test_an_entry_that_is_not_a_file_is_rebuilt(cache: Path, data_dir: Path, damage: str) -> None:
+    """An entry that is a pipe blocked the load for ever at its open, and one linked to /dev/zero
+    was read until memory ran out (4.5 GB in 5 s; a bug hunt). The load runs in a child with a
+    time limit, so that the old behaviour fails here instead of hanging the suite."""
+    path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
+    expected = Tokenizer.from_file(path).encode(TEXT)
+    [entry] = entries(cache)
+    entry.unlink()
+    if damage == "a pipe":
+        os.mkfifo(entry)
+    else:
+        entry.symlink_to("/dev/zero")
+    script = f"from peek2 import Tokenizer; print(Tokenizer.from_file({str(path)!r}).encode({TEXT!r}))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(expected)
+    assert entry.is_file() and not entry.is_symlink() and load_cache._read(entry) is not None  # replaced by a good entry
 
 
 def test_changed_content_is_a_new_entry(cache: Path, data_dir: Path, tmp_path: Path) -> None:

@@ -250,10 +250,15 @@ def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with open(entry, "rb") as handle:
-            if handle.readline() != header():
+        # (Opened without waiting, then checked to be a regular file: an entry that was a pipe
+        # blocked the load for ever at its open, and one linked to /dev/zero was read until memory
+        # ran out; a bug hunt. The header lines are read with a limit for the same reason.)
+        with open(os.open(entry, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
-            size, checksum = handle.readline().split()
+            if handle.readline(256) != header():
+                return None
+            size, checksum = handle.readline(256).split()
             payload = handle.read()
         # (a bit flipped on disk loaded silently as another vocabulary, or as tables that disagree
         # with it: 40 flips, 39 loads without a word; a bug hunt. CRC-32: 3 ms for 12 MB.)
