@@ -543,6 +543,51 @@ def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir:
     assert {k[1:]: v for k, v in files_bytes(tmp_path, "o_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
 
 
+_POOL: Any = None  # the executor of the test below, which its forked worker reaches
+
+
+def _send_half_a_result(marker: str) -> None:
+    import struct
+
+    writer = _POOL._result_queue._writer
+    os.write(writer.fileno(), struct.pack("!i", 1 << 20) + b"x" * 100)  # a message's length, then a part of it
+    Path(marker).touch()
+    time.sleep(600)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the run forks its workers on Linux only")
+def test_workers_stopped_while_sending_a_result_leave_no_thread_waiting(tmp_path: Path) -> None:
+    """A run stopped (Ctrl-C, a full disk) killed its workers, and one killed while it sent a result
+    left part of it in the results pipe: the executor's thread waited for the rest for ever, and
+    the process hung at its exit, which joins that thread (1 to 3 runs in 15 with 2 workers; a bug
+    hunt). The worker here sends half a result and waits to be killed, as such a worker was."""
+    import concurrent.futures
+    import multiprocessing
+
+    from peek2.corpus.run import _stop
+
+    global _POOL
+    _POOL = pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    marker = tmp_path / "sent"
+    pool.submit(_send_half_a_result, str(marker))
+    thread = pool._executor_manager_thread  # type: ignore[attr-defined]
+    results = pool._result_queue  # type: ignore[attr-defined]
+    for _ in range(6000):
+        if marker.exists():
+            break
+        time.sleep(0.01)
+    assert marker.exists()
+    time.sleep(0.2)  # (the executor's thread is reading the message by now)
+    _stop(pool)
+    thread.join(60)
+    stuck = thread.is_alive()
+    if stuck:  # (unstick it, so that this test process can still exit)
+        results._writer.close()
+        thread.join(60)
+    _POOL = None
+    assert not stuck, "the executor's thread still waits for the rest of the result"
+
+
 def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     """A truncated .zst was read as a shorter complete corpus (exit 0), and its progress counted
     decompressed bytes; --force deleted an input named like an output; one deeply nested JSON line

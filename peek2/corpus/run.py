@@ -718,6 +718,7 @@ def _stop(pool: Any) -> None:
     """Stop the workers at once (an error or an interrupt: their results are not wanted)."""
     if pool is not None:
         processes = list(getattr(pool, "_processes", {}).values())  # (no public way to kill them before 3.14)
+        results = getattr(pool, "_result_queue", None)  # (shutdown forgets both)
         pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             with contextlib.suppress(Exception):
@@ -725,3 +726,12 @@ def _stop(pool: Any) -> None:
         for process in processes:
             with contextlib.suppress(Exception):
                 process.join(5)
+        # A worker killed while it sent a result left part of it in the results pipe, and the
+        # executor's thread waited for the rest for ever: the process then hung at its exit, where
+        # Python joins that thread (1 to 3 runs in 15 stopped by Ctrl-C or a full disk with 2
+        # workers; a bug hunt). The workers are gone, so this process holds the pipe's last write
+        # end: closed, the thread reads the end of the pipe and stops.
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
