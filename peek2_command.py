@@ -13,7 +13,13 @@ import signal
 
 def main() -> int:
     previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
-    from peek2.cli import main as cli_main
+    try:
+        from peek2.cli import main as cli_main
+    except MemoryError:  # (as peek2.cli.main says it, for the imports)
+        import sys
+
+        print("peek2: out of memory (is a limit such as ulimit -v set?)", file=sys.stderr)
+        return 1
 
     signal.signal(signal.SIGINT, previous)
     return cli_main()

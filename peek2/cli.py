@@ -15,7 +15,7 @@ text of a single piece that has not ended (a run of one character, see docs/serv
 
 Exit status (one line ``peek2: ...`` on stderr, never a traceback):
     0    success
-    1    the output cannot be written (disk full, ...)
+    1    the output cannot be written (disk full, ...), or memory ran out
     2    bad usage or input: unknown model, unreadable or malformed tokenizer file, input that
          is not UTF-8 (the message gives the line and byte offset), ids that are not ids
     130  interrupted (Ctrl-C; inside an encode call the signal itself ends the process at once)
@@ -431,14 +431,16 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
             **{name: getattr(args, name) for name in _TOKENIZE_OPTIONS},
             progress="lines" if args.progress_lines else "auto",
         )
+    except corpus.CorpusOutputError as error:
+        raise OutputError(str(error)) from None
     except (corpus.CorpusError, corpus.CorpusInputError) as error:
         raise CliError(str(error)) from None
     except FileNotFoundError as error:
         raise CliError(f"file not found: {error.filename or error}") from None
     except (LookupError, ValueError, NotImplementedError) as error:  # the tokenizer
         raise CliError(str(error)) from None
-    except OSError as error:
-        raise OutputError(f"cannot write {args.output}: {error.strerror or error}") from None
+    except OSError as error:  # (the file, where the error names one: the prefix alone said little; a bug hunt)
+        raise OutputError(f"cannot write {error.filename or args.output}: {error.strerror or error}") from None
     if not args.quiet:
         print(
             f"peek2 tokenize: {stats.documents:,} documents, {stats.tokens:,} tokens "
@@ -508,13 +510,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("peek2: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # (a limit such as ulimit -v: a traceback from the load, a bug hunt)
+        print("peek2: out of memory (is a limit such as ulimit -v set?)", file=sys.stderr)
+        return 1
 
 
 def _main(argv: list[str] | None) -> int:
     parser = _Parser(
         prog="peek2",
         description="Fast, bit-exact byte-level BPE tokenizer.",
-        epilog="Exit status: 0 success, 1 output cannot be written, 2 bad usage or input, 130 interrupted, "
+        epilog="Exit status: 0 success, 1 output cannot be written or out of memory, 2 bad usage or input, 130 interrupted, "
         "141 output pipe closed (peek2 encode big.txt | head: quietly, as cat).",
     )
     parser.add_argument(

@@ -396,3 +396,51 @@ def test_decode_reads_ids_after_a_byte_order_mark(data_dir: Path) -> None:
     for ids in ("9906 1917", "[9906, 1917]"):
         result = subprocess.run([sys.executable, "-m", "peek2", "decode", "--tokenizer", path], input="\ufeff" + ids, capture_output=True, text=True, encoding="utf-8")
         assert (result.returncode, result.stdout, result.stderr) == (0, "Hello world\n", "")
+
+
+def test_resource_failures_are_one_line_with_status_1(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug hunt's resource failures: a MemoryError while loading (under ulimit -v) was a
+    traceback; a corpus output folder that could not be made (a full disk) exited 2, as for bad
+    usage, where a full disk elsewhere exits 1; and a summary that could not be written left
+    PREFIX.summary.json.tmp beside the outputs."""
+    import errno
+
+    from peek2 import cli
+    from peek2.corpus import run as corpus_run
+
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    text = tmp_path / "in.txt"
+    text.write_text("Hello", encoding="utf-8")
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(peek2_api.Tokenizer, "from_file", no_memory)
+        assert cli.main(["encode", "--tokenizer", path, str(text)]) == 1
+    assert capsys.readouterr().err == "peek2: out of memory (is a limit such as ulimit -v set?)\n"
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"text": "Hello world"}\n' * 10, encoding="utf-8")
+
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "new"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(corpus_run.os, "makedirs", disk_full)
+        assert cli.main(["tokenize", str(corpus), "--tokenizer", path, "--output", str(tmp_path / "new" / "c"), "--format", "megatron", "--workers", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot make the folder" in err and "No space left on device" in err, err
+
+    real_publish = corpus_run.publish
+
+    def summary_disk_full(tmp: str, final: str) -> None:
+        if final.endswith(".summary.json"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_publish(tmp, final)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(corpus_run, "publish", summary_disk_full)
+        assert cli.main(["tokenize", str(corpus), "--tokenizer", path, "--output", str(tmp_path / "out" / "c"), "--format", "megatron", "--workers", "1", "--quiet"]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not list((tmp_path / "out").glob("*.tmp"))

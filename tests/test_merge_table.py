@@ -241,6 +241,19 @@ print(running, os.waitstatus_to_exitcode(status))
     assert result.stdout.split() == ["[]", "0"], result.stdout + result.stderr
 
 
+def test_a_load_goes_on_where_no_thread_can_start(tok: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ulimit -v a thread's stack may not be had: the load failed with "can't start new
+    thread" (a bug hunt); the collapse is then left to the kernel's khugepaged."""
+    import threading
+
+    def no_thread(self: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    assert huge_pages.advise(tok._engine.tables()) >= 0
+    huge_pages.wait()
+
+
 def test_huge_pages_can_be_turned_off(data_dir: Path) -> None:
     code = "from peek2.bpe import huge_pages; from librt.vecs import vec; from mypy_extensions import i64; print(huge_pages.advise([vec[i64]([0] * 1_000_000)]))"
     env = {**os.environ, huge_pages.ENV_SWITCH: "0"}

@@ -135,8 +135,12 @@ def advise(tables: list[object], min_bytes: int = 256 << 10) -> int:
         collapse = threading.Thread(target=_collapse, args=(madvise, advised, list(tables)), name="peek2-huge-pages", daemon=True)
         with _lock:
             _collapsing[:] = [thread for thread in _collapsing if thread.is_alive()]
-            _collapsing.append(collapse)
-        collapse.start()
+            try:
+                collapse.start()
+            except RuntimeError:  # no thread to be had (its stack, under ulimit -v): khugepaged will collapse them
+                pass
+            else:
+                _collapsing.append(collapse)
     return sum(end - start for start, end in advised)
 
 

@@ -57,7 +57,12 @@ class MergeTable:
         self.mask: Final[i64] = slots - 1
         mask: i64 = slots - 1
         table = vec[i64]([0] * (2 * slots))
-        ranks = 1 + max([value >> ID_BITS for value in pair_values], default=0)
+        # (A loop, not max() of a list: the list boxed every value, and mypyc's runtime aborts the
+        # process where boxing an int finds no memory: a bug hunt's SIGABRT under ulimit -v.)
+        highest: i64 = 0
+        for k in range(len(pair_values)):
+            highest = max(highest, pair_values[k] >> ID_BITS)
+        ranks = 1 + highest
         if ranks > RANK_MASK:
             raise ValueError(f"{ranks} merges: at most {RANK_MASK} are supported")
         top: i64 = 0

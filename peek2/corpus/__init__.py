@@ -7,6 +7,6 @@ crash-safe and resumable. ``peek2 tokenize`` on the command line; docs/corpus.md
 """
 
 from peek2.corpus.inputs import CorpusInputError
-from peek2.corpus.run import FORMATS, CorpusError, RunStats, tokenize
+from peek2.corpus.run import FORMATS, CorpusError, CorpusOutputError, RunStats, tokenize
 
-__all__ = ["FORMATS", "CorpusError", "CorpusInputError", "RunStats", "tokenize"]
+__all__ = ["FORMATS", "CorpusError", "CorpusInputError", "CorpusOutputError", "RunStats", "tokenize"]

@@ -60,6 +60,11 @@ class CorpusError(Exception):
     """A run that cannot start or go on (bad options, refused resume, output in the way)."""
 
 
+class CorpusOutputError(CorpusError):
+    """The output cannot be written where it is asked for (``peek2 tokenize`` exits 1, as for a
+    full disk, not 2 as for bad usage)."""
+
+
 @dataclass
 class RunStats:
     """What a run did (also written as ``PREFIX.summary.json``)."""
@@ -291,7 +296,7 @@ def tokenize(
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as error:  # (it was "file not found: /proc/x", as if an input were missing; a bug hunt)
-            raise CorpusError(f"cannot write {output}: cannot make the folder {error.filename or folder}: {error.strerror or error}") from None
+            raise CorpusOutputError(f"cannot write {output}: cannot make the folder {error.filename or folder}: {error.strerror or error}") from None
     run = _Run(output)
     fingerprints = [s.fingerprint() for s in sources]
     # (shard_size only shapes llm.c's shards: a megatron or parquet run resumed with another
@@ -681,11 +686,16 @@ def _run(
             outputs=outputs,
         )
         tmp = run.summary_path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            # The run's identity too: a later --resume of a finished run checks it (see tokenize).
-            identity = {key: manifest[key] for key in ("peek2_corpus_manifest", "inputs", "tokenizer", "options")}
-            json.dump({**asdict(result), "run": identity}, handle, indent=1)
-        publish(tmp, run.summary_path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                # The run's identity too: a later --resume of a finished run checks it (see tokenize).
+                identity = {key: manifest[key] for key in ("peek2_corpus_manifest", "inputs", "tokenizer", "options")}
+                json.dump({**asdict(result), "run": identity}, handle, indent=1)
+            publish(tmp, run.summary_path)
+        except BaseException:  # (a full disk left PREFIX.summary.json.tmp beside the outputs; a bug hunt)
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
         run.release()
         shutil.rmtree(run.work)
         return result
