@@ -588,6 +588,29 @@ def test_workers_stopped_while_sending_a_result_leave_no_thread_waiting(tmp_path
     assert not stuck, "the executor's thread still waits for the rest of the result"
 
 
+def test_an_input_that_grows_during_the_run_is_named(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines appended to an input while the run read it were left out without a word, exit 0 (a
+    bug hunt): the run now warns, naming the file, and its output is what was read."""
+    from peek2.corpus import run as corpus_run
+
+    path = tmp_path / "c.jsonl"
+    texts = [f"document {k}" for k in range(200)]
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    real = corpus_run.read_units
+
+    def growing(*args: Any, **kwargs: Any) -> Any:
+        for k, unit in enumerate(real(*args, **kwargs)):
+            yield unit
+            if k == 0:
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"text": "a late document"}) + "\n")
+
+    monkeypatch.setattr(corpus_run, "read_units", growing)
+    with pytest.warns(UserWarning, match=re.escape(f"{path} changed while the run read it") + ".*bytes when it began"):
+        stats = peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", workers=1, unit_bytes=1000, quiet=True)
+    assert stats.documents == 200
+
+
 def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     """A truncated .zst was read as a shorter complete corpus (exit 0), and its progress counted
     decompressed bytes; --force deleted an input named like an output; one deeply nested JSON line

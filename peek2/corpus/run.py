@@ -32,6 +32,7 @@ import signal
 import socket
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable
 
@@ -664,6 +665,7 @@ def _run(
         # file's read-ahead past a resumed run's cursor counted some twice (a bug hunt: 4,082,270
         # of 4,080,476 bytes after a resume).
         stats["input_bytes"] = total_bytes
+        _warn_of_changed_inputs(sources, manifest["inputs"])
         checkpoint(done)
         progress.close()
         outputs = writer.finish()
@@ -722,6 +724,23 @@ def _run(
         writer.close()
         if not rejects.closed:
             rejects.close()
+
+
+def _warn_of_changed_inputs(sources: list[Source], inputs: list[dict[str, Any]]) -> None:
+    """Say which inputs changed while the run read them (their size or modification time): the
+    output holds what was read. A file that grew had its new end left out without a word, exit 0
+    (a bug hunt); one cut short or removed is an error where it is read."""
+    for source, before in zip(sources, inputs):
+        try:
+            status = os.stat(source.path)
+        except OSError:
+            continue
+        if status.st_size != before["size"] or status.st_mtime_ns != before["mtime_ns"]:
+            warnings.warn(
+                f"{source.path} changed while the run read it ({before['size']:,} bytes when it began, {status.st_size:,} now): "
+                "the output holds what was read; run again with --force for the new content",
+                stacklevel=3,
+            )
 
 
 def _stop(pool: Any) -> None:
