@@ -611,6 +611,25 @@ def test_an_input_that_grows_during_the_run_is_named(tmp_path: Path, data_dir: P
     assert stats.documents == 200
 
 
+def test_a_work_folder_that_cannot_be_removed_at_the_end_is_a_warning(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every output and the summary were published, then removing the work folder failed (EIO
+    injected): the run raised, and the command exited 1 for a complete run (a bug hunt)."""
+    import errno
+
+    from peek2.corpus import run as corpus_run
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"text": f"document {k}"}) + "\n" for k in range(50)), encoding="utf-8")
+
+    def failing(folder: str, *args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), folder)
+
+    monkeypatch.setattr(corpus_run.shutil, "rmtree", failing)
+    with pytest.warns(UserWarning, match="the run is complete, but its work folder .* could not be removed"):
+        stats = peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", workers=1, quiet=True)
+    assert stats.documents == 50 and (tmp_path / "o.summary.json").is_file()
+
+
 def test_inputs_a_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     """A truncated .zst was read as a shorter complete corpus (exit 0), and its progress counted
     decompressed bytes; --force deleted an input named like an output; one deeply nested JSON line
