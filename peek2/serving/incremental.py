@@ -40,13 +40,13 @@ import threading
 import weakref
 from bisect import bisect_right
 from collections import OrderedDict
-from typing import TYPE_CHECKING, NoReturn, SupportsIndex
+from typing import TYPE_CHECKING
 
 from peek2.argument_checks import check_count
 from peek2.bpe.merger import as_flag
 from peek2.pretokenize.scanner import first_surrogate, surrogate_error
 from peek2.serving.stream_engine import StreamState
-from peek2.serving.streaming import StreamEncoder, plan_of
+from peek2.serving.streaming import Branchable, StreamEncoder, plan_of
 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
@@ -104,7 +104,7 @@ def _new_locks_in_child() -> None:
 os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
-class PromptCache:
+class PromptCache(Branchable):
     """Encodes prompts, re-tokenizing only from the last checkpoint a previous prompt shares.
 
     ``encode(text)`` returns exactly ``tok.encode(text, add_special_tokens,
@@ -152,11 +152,7 @@ class PromptCache:
         _CACHES.add(other)
         return other
 
-    def __deepcopy__(self, memo: dict[int, object]) -> PromptCache:
-        return self.__copy__()
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
-        raise TypeError("a PromptCache cannot be pickled: make one from the Tokenizer in the other process (tok.prompt_cache())")
+    PICKLE_ADVICE = "make one from the Tokenizer in the other process (tok.prompt_cache())"
 
     def clear(self) -> None:
         with self._lock:
@@ -234,7 +230,7 @@ def _checkpoint_positions(start: int, end: int) -> list[int]:
     return sorted(stops)
 
 
-class PromptSession:
+class PromptSession(Branchable):
     """One growing prompt, encoded append by append: each ``append`` encodes only its text and the
     unfinished piece before it.
 
@@ -294,14 +290,7 @@ class PromptSession:
         other._tail = list(self._tail)
         return other
 
-    def __deepcopy__(self, memo: dict[int, object]) -> PromptSession:
-        return self.__copy__()
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
-        raise TypeError(
-            "a PromptSession cannot be pickled (its stream is tied to this process's tokenizer): "
-            "pickle the Tokenizer and append the text again in the other process, or copy.copy() the session here"
-        )
+    PICKLE_ADVICE = "pickle the Tokenizer and append the text again in the other process, or copy.copy() the session here"
 
     def _finish_copy(self) -> list[int]:
         """The ids ``finish`` gives now; the session goes on from before the finish."""

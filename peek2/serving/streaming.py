@@ -83,8 +83,9 @@ it is encoded in one call when it ends, so the work stays linear in the input.
 from __future__ import annotations
 
 import codecs
+import copy
 import operator
-from typing import TYPE_CHECKING, Iterable, NoReturn, SupportsIndex, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, SupportsIndex, TypeVar, Union
 
 from peek2.bpe.merger import as_flag
 from peek2.serving.stream_engine import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
@@ -92,7 +93,7 @@ from peek2.serving.stream_engine import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, 
 if TYPE_CHECKING:
     from peek2.tokenizer import Tokenizer
 
-__all__ = ["LOCAL_WINDOW", "RESCAN_MIN", "Chunk", "StreamDecoder", "StreamEncoder", "plan_of"]
+__all__ = ["LOCAL_WINDOW", "RESCAN_MIN", "Branchable", "Chunk", "StreamDecoder", "StreamEncoder", "plan_of"]
 
 Chunk = Union[str, bytes, bytearray, memoryview]
 
@@ -100,7 +101,29 @@ Chunk = Union[str, bytes, bytearray, memoryview]
 # ==== Encoding ====
 
 
-class StreamEncoder:
+_Copied = TypeVar("_Copied", bound="Branchable")
+
+
+class Branchable:
+    """What copying and pickling mean for the serving objects (stream encoder and decoder, prompt
+    session, prompt cache): ``copy.copy`` is a branch that goes on apart from the original (each
+    class's ``__copy__``), ``copy.deepcopy`` the same, sharing the tokenizer, which never changes
+    (copying 100 MB of tables into every branch is not what a caller branching a conversation
+    wants), and pickling is refused where the state belongs to this process's engine: ``PICKLE_ADVICE``
+    says what to pickle instead (empty: pickled as any object)."""
+
+    PICKLE_ADVICE: ClassVar[str] = ""
+
+    def __deepcopy__(self: _Copied, memo: dict[int, object]) -> _Copied:
+        return copy.copy(self)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        if self.PICKLE_ADVICE:
+            raise TypeError(f"a {type(self).__name__} cannot be pickled (its state is tied to this process's tokenizer): {self.PICKLE_ADVICE}")
+        return super().__reduce_ex__(protocol)
+
+
+class StreamEncoder(Branchable):
     """Encodes text fed in chunks; ``feed`` returns the ids that are final, ``finish`` the rest.
 
     Made by ``Tokenizer.stream_encoder``; one object per text. The ids of all calls, in order,
@@ -172,14 +195,7 @@ class StreamEncoder:
             other.__dict__["feed"] = stream.feed
         return other
 
-    def __deepcopy__(self, memo: dict[int, object]) -> StreamEncoder:
-        return self.__copy__()
-
-    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
-        raise TypeError(
-            "a StreamEncoder cannot be pickled (its state is tied to this process's tokenizer): "
-            "pickle the Tokenizer and feed the text again in the other process, or copy.copy() the encoder here"
-        )
+    PICKLE_ADVICE = "pickle the Tokenizer and feed the text again in the other process, or copy.copy() the encoder here"
 
     # The state the prompt cache keeps at a checkpoint (peek2.serving.incremental).
     def _snapshot(self) -> StreamState:
@@ -196,7 +212,7 @@ _OWN_FEED = StreamEncoder.feed
 # ==== Decoding ====
 
 
-class StreamDecoder:
+class StreamDecoder(Branchable):
     """Decodes ids fed one (or a list) at a time; returns only complete UTF-8 characters.
 
     Made by ``Tokenizer.stream_decoder``. The strings returned by all ``feed`` calls and
@@ -261,9 +277,6 @@ class StreamDecoder:
         other._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         other._utf8.setstate(self._utf8.getstate())
         return other
-
-    def __deepcopy__(self, memo: dict[int, object]) -> StreamDecoder:
-        return self.__copy__()
 
     @property
     def pending_bytes(self) -> int:
