@@ -112,6 +112,54 @@ def test_long_added_tokens_passed_by_short_matches_cost_no_more(data_dir: Path) 
         assert paired_ratio(lambda: few.encode(sample), lambda: many.encode(sample)) < 2
 
 
+def test_many_long_added_tokens_cost_no_more_than_one(data_dir: Path) -> None:
+    """A bug hunt: 200 long contents (65-400 random "a"/"b") and no short one, over random "a"/"b"
+    text, were each searched on its own (``str.find``, and ``in`` at each text): 1.8-2.9x
+    tokenizers' encode, about 9x the cost of one such content. One automaton
+    (``LongContents``) reads the text once whatever their number."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    rng = random.Random(1)
+    contents = sorted({"".join(rng.choice("ab") for _ in range(rng.randint(65, 400))) for _ in range(200)})
+
+    def with_tokens(chosen: list[str]) -> tuple[Tokenizer, tokenizers.Tokenizer]:
+        flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        added = [dict(flags, id=128256 + k, content=content) for k, content in enumerate(chosen)]
+        text = json.dumps(dict(spec, added_tokens=spec["added_tokens"] + added))
+        return Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+
+    (one, one_ref), (many, many_ref) = with_tokens(contents[:1]), with_tokens(contents)
+    sample = "".join(rng.choice("ab") for _ in range(200_000))
+    planted = sample[:5000] + contents[3] + sample[5000:9000] + contents[0] + contents[7] + contents[7][:100] + sample[9000:20000]
+    for tok, ref in ((one, one_ref), (many, many_ref)):
+        for text in (sample, planted):
+            assert tok.encode(text) == ref.encode(text).ids
+    assert paired_ratio(lambda: one.encode(sample), lambda: many.encode(sample)) < 2
+
+
+def test_long_contents_automaton_finds_leftmost_longest() -> None:
+    """``LongContents`` (the long contents' Aho-Corasick automaton): the leftmost occurrence that
+    starts from ``at`` up to ``bound``, the longest there, against a brute-force search, on
+    contents that overlap, nest and share prefixes and suffixes, over small alphabets."""
+    from peek2.normalize.added_tokens import LongContents
+
+    rng = random.Random(26)
+    for _ in range(400):
+        alphabet = rng.choice(["ab", "abc", "aé😀"])
+        contents = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(rng.randint(1, 7))})
+        automaton = LongContents(contents)
+        for _ in range(10):
+            text = "".join(rng.choice([*contents, *alphabet]) for _ in range(rng.randint(0, 10)))
+            at = rng.randint(0, len(text))
+            bound = rng.choice([len(text), rng.randint(at, len(text))])
+            expected = (-1, 0)
+            for start in range(at, bound + 1):
+                lengths = [len(c) for c in contents if text.startswith(c, start)]
+                if lengths:
+                    expected = (start, max(lengths))
+                    break
+            assert automaton.leftmost(text, at, bound) == expected, (contents, text, at, bound)
+
+
 def test_matcher_with_long_contents_finds_leftmost_longest() -> None:
     """Contents longer than the trie holds (``TRIE_DEPTH``) are searched alone: on random contents
     of both kinds sharing prefixes, the matcher's tokens are the leftmost-longest ones."""

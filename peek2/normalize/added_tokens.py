@@ -26,26 +26,28 @@ compiled loop (``BytePairEncoder.encode_spans``): 0.051 -> 0.034 s, a Qwen3 chat
 8,000 turns 0.110 -> 0.074 s (tokenizers 0.63 s), a tiktoken rank file's ``"<|endoftext|>x" *
 50000`` 0.089 -> 0.031 s (tiktoken 0.017 s: its special tokens are one Rust regex search).
 
-A content longer than ``TRIE_DEPTH`` characters is not in the trie but searched alone
-(``ContentSearch``): at each position the trie may follow the text as deep as the longest content
-before it fails, and an added token of ``"-" * 2000 + ">"`` over ``"-" * 100000`` took 19x
-tokenizers' whole encode (a bug hunt). ``str.find`` of a long needle is linear (CPython's two-way
-search). Before a short match, a long content can win only where it starts no later: the trie of
-the long contents' first TRIE_DEPTH characters finds those places in one C search, and only
-there are whole contents compared (``ContentSearch.leftmost``). Past the last short match each
-long content is searched on its own, once for each occurrence a match passes. Files have none
-(their longest contents are about 30 characters). Bug hunts' adversarial sets (a long content
-passed by every short match, 200 that all occur every other character, 200 absent): 18-25x
-tokenizers' encode with each long content checked at every match, 0.1-1.1x now; 200 long
-contents and no short one, 1.8-2.9x (an automaton would make that independent of their number).
+A content longer than ``TRIE_DEPTH`` characters is not in the trie but in an Aho-Corasick
+automaton of the long contents (``LongContents``): at each position the trie may follow the text
+as deep as the longest content before it fails, and an added token of ``"-" * 2000 + ">"`` over
+``"-" * 100000`` took 19x tokenizers' whole encode (a bug hunt); the automaton reads each
+character once, apart from what a search reads past a match to be sure that no longer content
+starts there (as the reference's leftmost-longest automaton does). Before a short match, a long content can win only where it starts
+no later, and the automaton is asked only that far (``ContentSearch.leftmost``). Files have none
+(their longest contents are about 30 characters). Bug hunts' adversarial sets, CPU time of
+``encode`` over tokenizers' (Llama-3.1 with the contents added, 2026-11-28): a long content
+passed by every short match 2.5x, 200 long contents that all occur every other character 2.5x,
+200 absent 6.1x, the dashes above 1.6x, 200 long contents and no short one 2.4x (0.48x when each
+long content was searched on its own with ``str.find``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Final, Iterable, Iterator
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
+from librt.vecs import append, vec
+from mypy_extensions import i64
 
 from peek2.spec import AddedToken
 
@@ -103,6 +105,141 @@ def occurrence_pattern(contents: Iterable[str], longest: bool = False) -> re.Pat
 
     return re.compile(alternatives(trie)) if trie else None
 
+_EDGE_STRIDE: Final = 0x110000
+"""An edge's key is ``node * _EDGE_STRIDE + code point``."""
+
+
+class LongContents:
+    """The long contents' Aho-Corasick automaton, searched leftmost-longest as the reference's
+    (the ``aho-corasick`` crate with ``MatchKind::LeftmostLongest``) searches all contents.
+
+    A state is a trie node: the longest suffix of the text read that starts some content. Its
+    ``fail`` is the node of the next shorter such suffix, and ``ends`` the length of the longest
+    content that ends there (a suffix of the node's string). Reading a character costs one probe of
+    the edges' table, plus the failures, which over a search cost no more than its characters.
+
+    Performance notes (a bug hunt's adversarial set, 200 random contents of "a" and "b", 65-400
+    characters, over 200,000 random "a"/"b", compiled, CPU time of ``encode``; tokenizers 0.070
+    s): each content searched on its own with ``str.find`` (and checked with ``in`` at each
+    text), 0.184 s; this automaton, see ``ContentSearch``. The edges are one open-addressed table
+    of ``vec[i64]`` (two words a slot, half full), not a dict of Python ints: a content of 100,000
+    characters is 100,000 nodes.
+    """
+
+    def __init__(self, contents: list[str]) -> None:
+        slots: i64 = 16
+        total: i64 = 1
+        for content in contents:
+            total += len(content)
+        while slots < 2 * total:
+            slots *= 2
+        self._mask: i64 = slots - 1
+        keys = vec[i64]([-1] * slots)
+        children = vec[i64]([0] * slots)
+        depth = vec[i64]([0])
+        ends = vec[i64]([0])
+        # The trie (node 0 its root).
+        for content in contents:
+            node: i64 = 0
+            for char in content:
+                key = node * _EDGE_STRIDE + ord(char)
+                slot = self._slot(keys, key)
+                if keys[slot] == key:
+                    node = children[slot]
+                    continue
+                child: i64 = len(depth)
+                keys[slot] = key
+                children[slot] = child
+                depth = append(depth, depth[node] + 1)
+                ends = append(ends, 0)
+                node = child
+            ends[node] = len(content)
+        fail = vec[i64]([0] * len(depth))
+        self._keys = keys
+        self._children = children
+        # Failure links by depth (a node's is found from its parent's, and points to a shallower
+        # node): the nodes in order of depth by a counting sort, and each one's parent and char
+        # from the edges' keys.
+        nodes: i64 = len(depth)
+        first = vec[i64]([0] * (nodes + 1))
+        for node in range(1, nodes):
+            first[depth[node]] += 1
+        placed: i64 = 0
+        for level in range(nodes + 1):
+            count = first[level]
+            first[level] = placed
+            placed += count
+        order = vec[i64]([0] * (nodes - 1))
+        for node in range(1, nodes):
+            order[first[depth[node]]] = node
+            first[depth[node]] += 1
+        parent_of = vec[i64]([0] * len(depth))
+        char_of = vec[i64]([0] * len(depth))
+        for slot in range(slots):
+            key = keys[slot]
+            if key >= 0:
+                child = children[slot]
+                parent_of[child] = key // _EDGE_STRIDE
+                char_of[child] = key % _EDGE_STRIDE
+        for node in order:
+            parent = parent_of[node]
+            if parent != 0:
+                fail[node] = self._step(fail[parent], char_of[node], fail)
+            if ends[node] == 0:
+                ends[node] = ends[fail[node]]
+        self._fail = fail
+        self._depth = depth
+        self._ends = ends
+
+    def _slot(self, keys: vec[i64], key: i64) -> i64:
+        """The slot of ``key`` in the edges' table, or the empty slot where it would go."""
+        mask = self._mask
+        mixed = key ^ (key >> 21) ^ (key >> 40)
+        slot = (((mixed & 0xFFFFFFF) * 0x9E3779B1) >> 20) & mask  # product below 2**60
+        while keys[slot] != key and keys[slot] != -1:
+            slot = (slot + 1) & mask
+        return slot
+
+    def _step(self, node: i64, code: i64, fail: vec[i64]) -> i64:
+        """The state after reading the character ``code`` in state ``node``."""
+        keys = self._keys
+        while True:
+            key = node * _EDGE_STRIDE + code
+            slot = self._slot(keys, key)
+            if keys[slot] == key:
+                return self._children[slot]
+            if node == 0:
+                return 0
+            node = fail[node]
+
+    def leftmost(self, text: str, at: i64, bound: i64) -> tuple[i64, i64]:
+        """The leftmost occurrence of a content in ``text`` that starts at or after ``at`` and no
+        later than ``bound``, and the longest content there, as ``(start, length)``; ``(-1, 0)``
+        where there is none. The search stops once every content it is reading started after
+        the best so far (or after ``bound``): a longer or earlier one can no longer appear."""
+        fail = self._fail
+        depth = self._depth
+        ends = self._ends
+        n: i64 = len(text)
+        node: i64 = 0
+        best: i64 = -1
+        best_length: i64 = 0
+        limit = bound
+        i = at
+        while i < n:
+            node = self._step(node, ord(text[i]), fail)
+            i += 1
+            if i - depth[node] > limit:
+                break  # (every content being read starts after the limit)
+            length = ends[node]
+            if length > 0:
+                start = i - length
+                if start <= limit and (best < 0 or start < best or (start == best and length > best_length)):
+                    best = start
+                    best_length = length
+                    limit = start
+        return best, best_length
+
 
 TRIE_DEPTH = 64
 """The longest content searched in the trie (``occurrence_pattern``); longer ones alone."""
@@ -110,7 +247,8 @@ TRIE_DEPTH = 64
 
 class ContentSearch:
     """Where contents occur: the contents of at most ``TRIE_DEPTH`` characters as their trie
-    (``occurrence_pattern``), each longer one with ``str.find`` (see the module notes)."""
+    (``occurrence_pattern``), the longer ones as an automaton (``LongContents``; see the module
+    notes)."""
 
     def __init__(self, contents: Iterable[str], longest: bool = False) -> None:
         distinct = {content for content in contents if content}
@@ -120,15 +258,7 @@ class ContentSearch:
         self._split = re.compile(f"({pattern.pattern})").split if pattern is not None else None
         self.long: list[str] = sorted(content for content in distinct if len(content) > TRIE_DEPTH)
         self.empty = not distinct
-        # The long contents by their first TRIE_DEPTH characters (longest first), and those heads
-        # as one trie: where a long content may start, found in one C search (see leftmost).
-        self._by_head: dict[str, list[str]] = {}
-        for long in self.long:
-            self._by_head.setdefault(long[:TRIE_DEPTH], []).append(long)
-        for group in self._by_head.values():
-            group.sort(key=len, reverse=True)
-        heads = occurrence_pattern(self._by_head)
-        self._search_head = heads.search if heads is not None else None
+        self._long = LongContents(self.long) if self.long else None
 
     def each(self, text: str) -> Iterator[re.Match[str]] | None:
         """The leftmost-longest occurrences in ``text``, each after the one before, as ``leftmost``
@@ -151,23 +281,23 @@ class ContentSearch:
         """Whether one of the contents occurs in ``text``."""
         if self._search is not None and self._search(text) is not None:
             return True
-        for content in self.long:
-            if content in text:
-                return True
-        return False
+        return self._long is not None and self._long.leftmost(text, 0, len(text))[0] >= 0
 
     def leftmost(self, text: str, at: int, state: SearchState) -> tuple[int, str] | None:
         """The leftmost occurrence of a content at or after ``at`` and the longest content there
         (from the trie, the longest if built ``longest``), as ``(start, content)``.
 
         ``state`` keeps what the searches of one text (whose ``at`` never decreases) found ahead
-        of where they stopped, so that no stretch of the text is searched twice for the same
-        content: the trie's next match, and each long content's next occurrence. A long content is
-        searched only as far as it could still win: up to the start of the best match so far (a
-        bug hunt: searched to its next occurrence, then passed by a short match, ``"yx" * 4000``
-        over ``"xy" * 50000`` verified 8,000 characters a match, 18x tokenizers' encode)."""
-        if not self.long and self._search is not None:  # (every file seen: no long content)
-            whole = self._search(text, at)
+        of where they stopped, so that no stretch of the text is searched twice: the trie's next
+        match, and the long contents' next one where it was searched with no short match ahead.
+        With a short match ahead, a long content wins only where it starts no later, and the
+        automaton is asked only that far (a bug hunt: ``"yx" * 4000`` with a token ``"xy"`` over
+        ``"xy" * 50000``, searched to its next occurrence after each match of "xy", which then
+        passed it, was 18x tokenizers' encode)."""
+        if self._long is None:
+            if self._search is None:
+                return None
+            whole = self._search(text, at)  # (every file seen: no long content)
             return None if whole is None else (whole.start(), whole.group())
         start = -1
         content = ""
@@ -178,73 +308,35 @@ class ContentSearch:
                 state.short_content = "" if whole is None else whole.group()
             start = state.short_start
             content = state.short_content
-        if start >= 0 and self._search_head is not None:
-            # A long content wins only where it starts no later than the short match: the heads'
-            # trie finds each place in that stretch where one may start, and the longest content
-            # there that occurs is the leftmost long match. (A check of each long content at each
-            # match cost 25x tokenizers' encode with 200 of them occurring every other character.)
-            place = at
-            while place <= start:
-                head = self._search_head(text, place, start + TRIE_DEPTH)
-                if head is None:
-                    break
-                place = head.start()
-                for long in self._by_head[head.group()]:
-                    if text.startswith(long, place):
-                        return place, long
-                place += 1
-            return start, content
-        nexts = state.nexts
-        for k in range(len(self.long)):
-            found = nexts[k]
-            if found == -1:
-                continue
-            long = self.long[k]
-            if found < at:
-                # Only where it would start no later than the best so far (all of the text after
-                # ``at`` when there is none yet): past that, nothing is known yet (-2).
-                if start < 0:
-                    found = text.find(long, at)
-                    nexts[k] = found
-                else:
-                    if (start - at + 1) * 8 <= len(long):
-                        # (few places to try: str.find prepares the whole needle at each call, 8,000
-                        # characters for each match of "xy" before one of "yx" * 4000)
-                        found = at
-                        while found <= start and not text.startswith(long, found):
-                            found += 1
-                        if found > start:
-                            found = -1
-                    else:
-                        found = text.find(long, at, start + len(long))
-                    nexts[k] = found if found >= 0 else -2
-                if found < 0:
-                    continue
-            if start < 0 or found < start or (found == start and len(long) > len(content)):
-                start = found
-                content = long
-        return (start, content) if start >= 0 else None
+        if state.long_start == -1 or (start >= 0 and state.long_start > start):
+            return (start, content) if start >= 0 else None  # (no long content starts in time)
+        if state.long_start < at:
+            long_start, length = self._long.leftmost(text, at, start if start >= 0 else len(text))
+            if start < 0:
+                state.long_start = long_start  # (-1: none in the rest of the text)
+                state.long_length = length
+        else:
+            long_start, length = state.long_start, state.long_length
+        if long_start < 0:
+            return (start, content) if start >= 0 else None
+        # (a long content is longer than any short one: it wins where both start)
+        return long_start, text[long_start : long_start + length]
 
     def state(self, text: str) -> SearchState:
-        """A new ``SearchState`` for the searches of ``text``: the long contents that occur nowhere
-        in it are never searched again (each one's check at every match cost 13x tokenizers'
-        encode with 200 of them and a short content matching every other character)."""
-        state = SearchState(len(self.long))
-        for k in range(len(self.long)):
-            if self.long[k] not in text:
-                state.nexts[k] = -1
-        return state
+        """A new ``SearchState`` for the searches of ``text``."""
+        return SearchState()
 
 
 class SearchState:
     """What ``ContentSearch.leftmost`` found ahead in one text: the trie's next match
-    (``short_start``: -2 not searched, -1 none) and each long content's next occurrence
-    (``nexts``: -2 unknown, -1 none)."""
+    (``short_start``: -2 not searched, -1 none) and the long contents' (``long_start``: -2
+    unknown, -1 none, else valid while the search's ``at`` has not passed it)."""
 
-    def __init__(self, long_contents: int) -> None:
+    def __init__(self) -> None:
         self.short_start = -2
         self.short_content = ""
-        self.nexts = [-2] * long_contents
+        self.long_start = -2
+        self.long_length = 0
 
 
 class _Entry:
