@@ -271,13 +271,14 @@ def test_pieces_around_the_block_limit_merge_as_tokenizers(data_dir: Path, model
     """Pieces of fewer than HEAP_MIN_BYTES symbols merge with block minima, longer ones with the
     heap: both must give the reference's ids, at the limit and on either side of it (the limit
     went from 256 to 2048 symbols, where block minima stay faster than the heap: a bug hunt
-    measured words of 256 bytes and more at 0.67-0.85x tiktoken)."""
+    measured words of 256 bytes and more at 0.67-0.85x tiktoken; then to 4096, and to 65,537
+    with a tree of minima, whose levels change at 256, 4,097 and 32,769 symbols)."""
     path = data_dir / "tokenizers" / model / "tokenizer.json"
     ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
     limit = merger.HEAP_MIN_BYTES
     rng = random.Random(limit)
     tokens = [t for t in reference.get_vocab() if t.isalpha() and t.isascii() and t.islower()]
-    for length in (limit // 8, 255, 256, 257, limit - 1, limit, limit + 1, 2 * limit + 3):
+    for length in (limit // 8, 255, 256, 257, 4097, 32769, limit - 1, limit, limit + 1, 2 * limit + 3):
         for alphabet in ("ab", "acgt", "abcdefghijklmnopqrstuvwxyz"):
             word = "".join(rng.choice(alphabet) for _ in range(length))
             words = [word, "x" + "".join(rng.choice(tokens) for _ in range(length // 3))[: length - 1]]

@@ -14,11 +14,13 @@ same compilation unit), in order:
    (a two- or three-byte character whose token can stand for its bytes starts as that token:
    ``peek2.bpe.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
    lowest merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
-   tiktoken's rule. Pieces of fewer than ``HEAP_MIN_BYTES`` symbols find the best pair through minima of
-   blocks of 8 pairs (O(sqrt n) a merge, branch-free, in reused arrays); long ones use a
-   heap over a linked list of symbols (n log n), so one enormous piece (a million times "a")
-   stays fast; one of more than ``LONG_PIECE_BYTES`` goes to ``long_pieces``, which merges it a
-   block at a time where no later byte can move the block's ids (bounded memory).
+   tiktoken's rule. Pieces of up to 64K symbols (fewer than ``HEAP_MIN_BYTES``) find the best
+   pair through minima of blocks of 8 pairs, and from 256 symbols on minima of 8 of those, and
+   so on up to at most 8 at the top (O(log n) a merge, branch-free, in reused arrays grown to the
+   longest piece); longer ones use a heap over a linked list of symbols (n log n), so one
+   enormous piece (a million times "a") stays fast; one of more than ``LONG_PIECE_BYTES`` goes
+   to ``long_pieces``, which merges it a block of 64 KB at a time where no later byte can move
+   the block's ids (bounded memory).
 
 The ids of a text are gathered in a native buffer and handed out as one list made at its final
 size, of shared int objects (``shared_ints``).
@@ -197,6 +199,20 @@ cache's keys and the merge table's filter and final pairs are measured here too)
   four scratch arrays 64 -> 128 KB): ``merge_whole`` of 4,000 times "a" 517 -> 239 us, 4,000 random
   letters 340 -> 168 us; the rank file on one piece of 3,000 / 4,000 / 4,095 times "a" 1.20x /
   1.13x / 1.15x -> 2.63x / 2.39x / 2.13x tiktoken (5,000, still the heap: 1.12-1.13x).
+- A tree of minima (``_climb``): from 32 blocks on, minima of 8 blocks, minima of 8 of those, and
+  so on until at most 8 remain, which a merge scans; a merge refreshes the minima above the
+  blocks it changed, up to the first that stays the same. The heap cost 2.6x a byte what the
+  blocks cost (4,100 spaces 173 ns a byte against 67 at 4,000), so HEAP_MIN_BYTES went from 4096
+  to 65,537 (a LongPieces block of 64 KB merges in the blocks; positions 17 bits; the scratch
+  arrays grow with the longest piece, to 2 MB at most, ``BytePairEncoder._room``).
+  ``merge_whole``, Llama-3.1, best of 7, old and new build in alternating processes: 2,040 spaces
+  102-104 -> 88 us, 4,000 times "a" 239-267 -> 159-160 us, 4,000 random "acgt" 177-200 -> 124-128
+  us, 40,000 spaces 7.6-7.8 -> 2.1 ms, 40,000 random "acgt" 4.9 -> 1.7-1.9 ms, 65,536 spaces 12.3
+  -> 3.4 ms; words of 8-1,000 random letters within 0.985-1.05x (noise of the day), the corpora
+  of ``scripts/corpora.py`` with the piece cache emptied the same within the day's noise. A rank
+  file (Llama-3.2's tokenizer.model) on one piece against tiktoken (``python
+  scripts/bench_hunt_cases.py --runs 5 --only rank``): 40,000 spaces 1.04x -> 3.50x, 40,000 "ж"
+  1.16x -> 3.38x, 4,000 spaces 2.27x -> 3.10x, 4,000 times "a" 1.80x -> 2.46x.
 - Pieces go to the heap when they start as more than HEAP_MIN_BYTES - 1 symbols, not bytes
   (``_merge_text`` counts them): with whole characters, a Thai word of o200k's pattern (one piece
   of 90-180 characters, 270-540 bytes) merges in the blocks, with the pair cache and the filter.
@@ -276,7 +292,8 @@ from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, Merge
 from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
 
 POS_MASK: Final = 0xFFFFFFFF
-HEAP_MIN_BYTES: Final = 4096
+HEAP_MIN_BYTES: Final = (1 << 16) + 1  # a LongPieces block of 64 KB merges in the blocks too
+BLOCKS_FIRST_ROOM: Final = 4096  # the symbols the block scratch holds until a longer piece comes
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
 ASCII_WINDOW: Final = 4096  # _run: code points a window of the text checked for ASCII (see _ascii_window)
 ASCII_PROBE: Final = 64  # ... of which these first
@@ -502,10 +519,11 @@ class BytePairEncoder:
             byte_pairs = append(byte_pairs, value)
         self.byte_pairs: Final = byte_pairs
         self.pairs: Final = vec[i64]([0] * (2 * (PAIR_CACHE_MASK + 1)))
-        self.scratch_ids: Final = vec[i64]([0] * HEAP_MIN_BYTES)
-        self.scratch_values: Final = vec[i64]([0] * HEAP_MIN_BYTES)
+        # (grown for a longer piece by _room: not Final)
+        self.scratch_ids = vec[i64]([0] * BLOCKS_FIRST_ROOM)
+        self.scratch_values = vec[i64]([0] * BLOCKS_FIRST_ROOM)
         self.heap_scratch: Final = HeapScratch()
-        self.scratch: Final = MergeScratch()
+        self.scratch: Final = MergeScratch(BLOCKS_FIRST_ROOM)
         self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
         # Merges a piece of more than LONG_PIECE_BYTES bytes in blocks (``peek2.bpe.growing_piece``'s
         # ``LongPieces.block``, set by the tokenizer; None: in one heap, ~48 bytes of memory a byte):
@@ -766,10 +784,10 @@ class BytePairEncoder:
             if token >= 0:
                 single[0] = token
                 return single, 1
-        ids = self.scratch_ids
         size: i64 = -1
         if end - start < HEAP_MIN_BYTES:
             size = _merge_text(self, text, start, end)  # -1: more than HEAP_MIN_BYTES - 1 symbols
+        ids = self.scratch_ids  # (after _merge_text: it may have grown them)
         if size < 0:
             if 4 * (end - start) > LONG_PIECE_BYTES and self.long_pieces is not None:
                 return ids, -1
@@ -812,11 +830,27 @@ class BytePairEncoder:
             at = stop
         return out_ids, count
 
-    def _merge_short(self, data: bytes, ids: vec[i64]) -> i64:
-        """Merge a piece of fewer than HEAP_MIN_BYTES bytes into ``ids``; returns the number of ids."""
+    def _merge_short(self, data: bytes) -> i64:
+        """Merge a piece of fewer than HEAP_MIN_BYTES bytes into ``scratch_ids``; returns the number of ids."""
+        self._room(len(data))
         return _merge_blocks(
-            data, self.byte_ids, self.byte_pairs, self.merges, self.pairs, ids, self.scratch_values, self.scratch
+            data, self.byte_ids, self.byte_pairs, self.merges, self.pairs, self.scratch_ids, self.scratch_values, self.scratch
         )
+
+    def _room(self, symbols: i64) -> None:
+        """Scratch for the blocks' merge of up to ``symbols`` symbols (at most HEAP_MIN_BYTES - 1):
+        grown to a power of two, once a piece needs it (2 MB at most: 64K symbols, four arrays),
+        rather than made that large for every engine."""
+        room: i64 = len(self.scratch_ids)
+        need: i64 = min(symbols, HEAP_MIN_BYTES) + 8  # (+ padding to whole blocks)
+        if need <= room:
+            return
+        while room < need:
+            room *= 2
+        room = min(room, HEAP_MIN_BYTES + 63)  # (not 128K for the 65,545 that 64K symbols need)
+        self.scratch.grow(room)
+        self.scratch_values = vec[i64]([0] * room)
+        self.scratch_ids = vec[i64]([0] * room)  # (last: the room _merge_text reads)
 
     def piece_ids(self, piece: str) -> list[int]:
         """The ids of one piece (not cached)."""
@@ -847,8 +881,8 @@ class BytePairEncoder:
         if len(data) == 0:
             return []
         if len(data) < HEAP_MIN_BYTES:
+            size = self._merge_short(data)
             ids = self.scratch_ids
-            size = self._merge_short(data, ids)
             return [ids[k] for k in range(size)]
         return _merge_heap(data, self)
 
@@ -984,19 +1018,32 @@ def _encode_plain(
 
 
 BLOCK_BITS: Final = 3  # blocks of 8 pair values in _merge_blocks
-TIER_FROM: Final = 32  # from this many blocks on, _merge_symbols also keeps the minima of 8 blocks
-POSITION_BITS: Final = 12  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
+TIER_FROM: Final = 32  # from this many blocks on, _merge_symbols keeps minima of minima (levels)
+POSITION_BITS: Final = 17  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
 POSITION_MASK: Final = (1 << POSITION_BITS) - 1
+LEVELS_MAX: Final = 8  # levels of minima above the blocks' (5 for HEAP_MIN_BYTES symbols)
 
 
 class MergeScratch:
-    """Arrays reused from piece to piece by ``_merge_blocks`` (pieces below HEAP_MIN_BYTES)."""
+    """Arrays reused from piece to piece by ``_merge_blocks`` (pieces below HEAP_MIN_BYTES), for
+    ``room`` symbols (``BytePairEncoder._room`` grows them). ``upper`` holds the levels of minima
+    above ``block_min``, one after another from ``level_start[0] = 0``, each padded to whole
+    blocks of 8."""
 
-    def __init__(self) -> None:
-        self.following: Final = vec[i64]([0] * HEAP_MIN_BYTES)
-        self.preceding: Final = vec[i64]([0] * HEAP_MIN_BYTES)
-        self.block_min: Final = vec[i64]([0] * (HEAP_MIN_BYTES >> BLOCK_BITS))
-        self.tier_min: Final = vec[i64]([0] * (HEAP_MIN_BYTES >> (2 * BLOCK_BITS)))
+    def __init__(self, room: i64) -> None:
+        self.level_start = vec[i64]([0] * (LEVELS_MAX + 1))
+        self.following = vec[i64]()
+        self.preceding = vec[i64]()
+        self.block_min = vec[i64]()
+        self.upper = vec[i64]()
+        self.grow(room)
+
+    def grow(self, room: i64) -> None:
+        """Room for ``room`` symbols (and the padding of each level to whole blocks)."""
+        self.following = vec[i64]([0] * room)
+        self.preceding = vec[i64]([0] * room)
+        self.block_min = vec[i64]([0] * ((room >> BLOCK_BITS) + 8))
+        self.upper = vec[i64]([0] * ((room >> (2 * BLOCK_BITS - 1)) + 8 * LEVELS_MAX))  # (each level an eighth of the one below, padded)
 
 
 def _merge_blocks(
@@ -1012,13 +1059,14 @@ def _merge_blocks(
     """Merge a piece of fewer than HEAP_MIN_BYTES bytes: the lowest merge value first, leftmost on ties.
 
     Symbols stay at the position of their first byte, linked both ways. ``values[k]`` is
-    ``merge_value << 8 | k`` for the pair starting at position k (NO_MERGE for the last symbol
+    ``merge_value << POSITION_BITS | k`` for the pair starting at position k (NO_MERGE for the last symbol
     and for dead positions): one comparison orders by rank, then leftmost, and a minimum is
     branch-free. Positions are grouped in blocks of 8 whose minimum is kept in ``block_min``:
-    a merge scans the block minima and refreshes the one to three blocks it touched, instead
+    a merge scans the block minima (in a long piece, the top of a tree of minima of 8 above
+    them) and refreshes the one to three blocks it touched, and the minima above them, instead
     of scanning and shifting the whole array. The first values come from ``byte_pairs``
     (indexed by two bytes), the others through ``pairs`` (see ``_pair_value``); ``ids`` and
-    ``values`` are scratch space of HEAP_MIN_BYTES slots. The result is ``ids[:size]``.
+    ``values`` are scratch space (``BytePairEncoder._room``). The result is ``ids[:size]``.
     """
     following = scratch.following
     preceding = scratch.preceding
@@ -1047,12 +1095,15 @@ def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64) -> i64
     that join a character's bytes, and they are skipped. The limit counts symbols, not bytes:
     a Thai word of 100 characters (300 bytes, one piece of o200k's pattern) starts as about 100.
     """
+    if 4 * (end - start) + 8 > len(engine.scratch_ids):
+        engine._room(4 * (end - start))  # (at most 4 bytes a character; a longer piece: the heap)
     whole = engine.whole
     byte_ids = engine.byte_ids
     byte_pairs = engine.byte_pairs
     merges = engine.merges
     pairs = engine.pairs
     ids = engine.scratch_ids
+    limit: i64 = min(len(ids) - 8, HEAP_MIN_BYTES)  # symbols below this fit
     values = engine.scratch_values
     scratch = engine.scratch
     following = scratch.following
@@ -1086,7 +1137,7 @@ def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64) -> i64
                 if c >= 0x10000:
                     width = 4
                     lead = 0xF0 | (c >> 18)
-        if n + width >= HEAP_MIN_BYTES and (entry < 0 or n + 1 >= HEAP_MIN_BYTES):
+        if n + width >= limit and (entry < 0 or n + 1 >= limit):
             return -1
         if entry >= 0:
             token = entry & ID_MASK
@@ -1124,26 +1175,42 @@ def _merge_symbols(n: i64, merges: MergeTable, pairs: vec[i64], ids: vec[i64], v
     following = scratch.following
     preceding = scratch.preceding
     block_min = scratch.block_min
-    tier_min = scratch.tier_min
+    upper = scratch.upper
+    level_start = scratch.level_start
     blocks: i64 = (n + 7) >> BLOCK_BITS
     for k in range(n - 1, blocks << BLOCK_BITS):
         values[k] = NO_MERGE  # the last symbol, and padding to whole blocks
     for b in range(blocks):
         _refresh_block(values, block_min, b)
-    # A long piece's merges scan the minima of 8 blocks (a tier) instead of every block's: the
+    # A long piece's merges scan the top of a tree of minima (each the minimum of 8 below it:
+    # blocks, then levels in ``upper``, up to at most 8) instead of every block's minimum: that
     # scan is a chain of dependent ``min``, n / 8 of them a merge (see the performance notes).
-    tiers: i64 = 0
+    levels: i64 = 0
+    top: i64 = 0  # where the top level starts in upper
+    count: i64 = blocks  # the top level's minima
     if blocks >= TIER_FROM:
-        tiers = (blocks + 7) >> BLOCK_BITS
-        for b in range(blocks, tiers << BLOCK_BITS):
+        for b in range(blocks, ((blocks + 7) >> BLOCK_BITS) << BLOCK_BITS):
             block_min[b] = NO_MERGE
-        for t in range(tiers):
-            _refresh_block(block_min, tier_min, t)
+        count = (blocks + 7) >> BLOCK_BITS
+        for t in range(count):
+            _refresh_block(block_min, upper, t)
+        levels = 1
+        while count > 8:
+            padded = ((count + 7) >> BLOCK_BITS) << BLOCK_BITS
+            for t in range(top + count, top + padded):
+                upper[t] = NO_MERGE
+            below = top
+            top += padded
+            level_start[levels] = top
+            count = padded >> BLOCK_BITS
+            for t in range(count):
+                _refresh_level(upper, below + (t << BLOCK_BITS), top + t)
+            levels += 1
     while True:
         best: i64 = NO_MERGE
-        if tiers:
-            for t in range(tiers):
-                best = min(best, tier_min[t])
+        if levels:
+            for t in range(top, top + count):
+                best = min(best, upper[t])
         else:
             for b in range(blocks):
                 best = min(best, block_min[b])
@@ -1162,6 +1229,7 @@ def _merge_symbols(n: i64, merges: MergeTable, pairs: vec[i64], ids: vec[i64], v
             values[at] = NO_MERGE
         best_block = at >> BLOCK_BITS
         before = preceding[at]
+        before_block: i64 = best_block
         if before >= 0:
             held = values[before]
             value = _at(_pair_value(ids[before], ids[at], merges, pairs), before)
@@ -1176,15 +1244,14 @@ def _merge_symbols(n: i64, merges: MergeTable, pairs: vec[i64], ids: vec[i64], v
         gone_block = gone >> BLOCK_BITS
         if gone_block != best_block and (block_min[gone_block] & POSITION_MASK) == gone:
             _refresh_block(values, block_min, gone_block)
-        if tiers:
+        if levels:
             # The blocks changed are best_block and its neighbours' (before and gone are the
-            # symbols next to ``at``): their tiers, at most two.
-            best_tier = best_block >> BLOCK_BITS
-            _refresh_block(block_min, tier_min, best_tier)
-            if before >= 0 and (before >> (2 * BLOCK_BITS)) != best_tier:
-                _refresh_block(block_min, tier_min, before >> (2 * BLOCK_BITS))
-            if (gone >> (2 * BLOCK_BITS)) != best_tier:
-                _refresh_block(block_min, tier_min, gone >> (2 * BLOCK_BITS))
+            # symbols next to ``at``): the minima above each, as far up as one changes.
+            _climb(block_min, upper, level_start, levels, best_block)
+            if before_block != best_block:
+                _climb(block_min, upper, level_start, levels, before_block)
+            if gone_block != best_block:
+                _climb(block_min, upper, level_start, levels, gone_block)
     size: i64 = 0
     symbol: i64 = 0
     while symbol < n:
@@ -1192,6 +1259,36 @@ def _merge_symbols(n: i64, merges: MergeTable, pairs: vec[i64], ids: vec[i64], v
         size += 1
         symbol = following[symbol]
     return size
+
+
+def _climb(block_min: vec[i64], upper: vec[i64], level_start: vec[i64], levels: i64, block: i64) -> None:
+    """Recompute the minima above ``block`` in ``upper``, level by level, until one is unchanged
+    (the levels above it are then unchanged too)."""
+    index = block >> BLOCK_BITS
+    s = index << BLOCK_BITS
+    low = min(min(block_min[s], block_min[s + 1]), min(block_min[s + 2], block_min[s + 3]))
+    high = min(min(block_min[s + 4], block_min[s + 5]), min(block_min[s + 6], block_min[s + 7]))
+    value = min(low, high)
+    if upper[index] == value:
+        return
+    upper[index] = value
+    for level in range(1, levels):
+        parent = index >> BLOCK_BITS
+        slot = level_start[level] + parent
+        if not _refresh_level(upper, level_start[level - 1] + (parent << BLOCK_BITS), slot):
+            return
+        index = parent
+
+
+def _refresh_level(upper: vec[i64], first: i64, slot: i64) -> bool:
+    """``upper[slot]`` = the smallest of the 8 values from ``upper[first]``; whether it changed."""
+    low = min(min(upper[first], upper[first + 1]), min(upper[first + 2], upper[first + 3]))
+    high = min(min(upper[first + 4], upper[first + 5]), min(upper[first + 6], upper[first + 7]))
+    value = min(low, high)
+    if upper[slot] == value:
+        return False
+    upper[slot] = value
+    return True
 
 
 def _at(value: i64, position: i64) -> i64:
