@@ -241,8 +241,14 @@ def aligned_by_rules(text: str, known: str | None = None) -> tuple[str, list[int
         changes_of[code] = "\x00" + "\x01" * (len(parts) - 1)
         classes_of[code] = "".join([chr(_combining(part)) for part in parts])
     decomposed = text.translate(parts_of) if parts_of else text
-    chars = list(decomposed)
     changes: list[int] = list(text.translate(changes_of).encode("latin-1"))
+    if decomposed == normalized:
+        # Nothing to order (a stable sort by class that leaves the string as it is moved
+        # nothing) and nothing composed: the changes are read off as they are. (A run of marks
+        # that decompose into two, "\u0344" * 100,000: a str a character for steps 2 and 3 was
+        # half of Qwen3's encode_with_offsets, 1.0x tokenizers'.)
+        return normalized, _read_off(changes)
+    chars = list(decomposed)
     classes: list[int] = list(text.translate(classes_of).encode("latin-1"))
     # 2. Canonical ordering: a stable sort by combining class of each run of non-starters (a
     # run already in order, the usual one, is left as it is).
@@ -313,16 +319,20 @@ def aligned_by_rules(text: str, known: str | None = None) -> tuple[str, list[int
     result = "".join(out_chars)
     if result != normalized:  # the rules above must agree with the normalizer itself
         raise AssertionError(f"NFC alignment disagrees with NFC on {ascii(text)}")
-    # 4. Read the alignment off by position.
+    return result, _read_off(out_changes)
+
+
+def _read_off(changes: list[int]) -> list[int]:
+    """4. The alignment read off by position from the output's changes (see aligned_by_rules)."""
     source: list[int] = []
-    consumed = 0
-    for change in out_changes:
+    consumed: i64 = 0
+    for change in changes:
         if change > 0:
             source.append(consumed - 1)
         else:
             source.append(consumed)
             consumed += 1 - change
-    return result, source
+    return source
 
 
 _decompositions: dict[str, str] = {}
