@@ -294,6 +294,7 @@ from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCa
 POS_MASK: Final = 0xFFFFFFFF
 HEAP_MIN_BYTES: Final = (1 << 16) + 1  # a LongPieces block of 64 KB merges in the blocks too
 BLOCKS_FIRST_ROOM: Final = 4096  # the symbols the block scratch holds until a longer piece comes
+BLOCKS_KEPT_ROOM: Final = 1 << 15  # ... and at most, kept from piece to piece (BytePairEncoder._room)
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
 ASCII_WINDOW: Final = 4096  # _run: code points a window of the text checked for ASCII (see _ascii_window)
 ASCII_PROBE: Final = 64  # ... of which these first
@@ -523,7 +524,11 @@ class BytePairEncoder:
         self.scratch_ids = vec[i64]([0] * BLOCKS_FIRST_ROOM)
         self.scratch_values = vec[i64]([0] * BLOCKS_FIRST_ROOM)
         self.heap_scratch: Final = HeapScratch()
-        self.scratch: Final = MergeScratch(BLOCKS_FIRST_ROOM)
+        self.scratch = MergeScratch(BLOCKS_FIRST_ROOM)
+        # The scratch kept from piece to piece, while a longer piece borrows arrays of its own (_room)
+        self.kept_ids = self.scratch_ids
+        self.kept_values = self.scratch_values
+        self.kept_scratch = self.scratch
         self.out_ids = vec[i64]([0] * 1024)  # the ids of the text being encoded (see encode_list)
         # Merges a piece of more than LONG_PIECE_BYTES bytes in blocks (``peek2.bpe.growing_piece``'s
         # ``LongPieces.block``, set by the tokenizer; None: in one heap, ~48 bytes of memory a byte):
@@ -787,7 +792,9 @@ class BytePairEncoder:
         size: i64 = -1
         if end - start < HEAP_MIN_BYTES:
             size = _merge_text(self, text, start, end)  # -1: more than HEAP_MIN_BYTES - 1 symbols
-        ids = self.scratch_ids  # (after _merge_text: it may have grown them)
+        ids = self.scratch_ids  # (after _merge_text: it may have grown them, or borrowed others)
+        if len(ids) > BLOCKS_KEPT_ROOM:
+            self._give_back_room()  # (``ids`` stays the caller's until the next call)
         if size < 0:
             if 4 * (end - start) > LONG_PIECE_BYTES and self.long_pieces is not None:
                 return ids, -1
@@ -839,18 +846,32 @@ class BytePairEncoder:
 
     def _room(self, symbols: i64) -> None:
         """Scratch for the blocks' merge of up to ``symbols`` symbols (at most HEAP_MIN_BYTES - 1):
-        grown to a power of two, once a piece needs it (2 MB at most: 64K symbols, four arrays),
-        rather than made that large for every engine."""
-        room: i64 = len(self.scratch_ids)
+        the kept arrays, grown to a power of two once a piece needs it, up to BLOCKS_KEPT_ROOM
+        symbols (1 MB, four arrays); a longer piece borrows arrays of its own, which
+        ``_give_back_room`` drops (kept, a 64 KB block of a long run left 2 MB with every engine
+        that met one: a prompt cache's memory bound counted them)."""
+        room: i64 = len(self.kept_ids)
         need: i64 = min(symbols, HEAP_MIN_BYTES) + 8  # (+ padding to whole blocks)
-        if need <= room:
+        if need <= len(self.scratch_ids):
             return
         while room < need:
             room *= 2
         room = min(room, HEAP_MIN_BYTES + 63)  # (not 128K for the 65,545 that 64K symbols need)
-        self.scratch.grow(room)
-        self.scratch_values = vec[i64]([0] * room)
-        self.scratch_ids = vec[i64]([0] * room)  # (last: the room _merge_text reads)
+        if room <= BLOCKS_KEPT_ROOM:
+            self.kept_scratch.grow(room)
+            self.kept_values = _zeros(room)
+            self.kept_ids = _zeros(room)
+            self._give_back_room()
+            return
+        self.scratch = MergeScratch(room)
+        self.scratch_values = _zeros(room)
+        self.scratch_ids = _zeros(room)  # (last: the room _merge_text reads)
+
+    def _give_back_room(self) -> None:
+        """The kept scratch again, after a piece that borrowed more (see ``_room``)."""
+        self.scratch = self.kept_scratch
+        self.scratch_values = self.kept_values
+        self.scratch_ids = self.kept_ids
 
     def piece_ids(self, piece: str) -> list[int]:
         """The ids of one piece (not cached)."""
@@ -883,7 +904,13 @@ class BytePairEncoder:
         if len(data) < HEAP_MIN_BYTES:
             size = self._merge_short(data)
             ids = self.scratch_ids
-            return [ids[k] for k in range(size)]
+            # (the shared int objects, as _merge_heap gives them: a block of 64 KB holds up to 64K
+            # ids, which new ints made 36 bytes each, kept where the caller keeps the ids)
+            shared = self.shared
+            merged = [shared[ids[k]] for k in range(size)]
+            if len(ids) > BLOCKS_KEPT_ROOM:
+                self._give_back_room()
+            return merged
         return _merge_heap(data, self)
 
 
@@ -1024,6 +1051,11 @@ POSITION_MASK: Final = (1 << POSITION_BITS) - 1
 LEVELS_MAX: Final = 8  # levels of minima above the blocks' (5 for HEAP_MIN_BYTES symbols)
 
 
+def _zeros(size: i64) -> vec[i64]:
+    """A vec of ``size`` zeros (0.6 ms for 64K: appended one by one in a compiled loop, 0.8 ms)."""
+    return vec[i64]([0] * size)
+
+
 class MergeScratch:
     """Arrays reused from piece to piece by ``_merge_blocks`` (pieces below HEAP_MIN_BYTES), for
     ``room`` symbols (``BytePairEncoder._room`` grows them). ``upper`` holds the levels of minima
@@ -1040,10 +1072,10 @@ class MergeScratch:
 
     def grow(self, room: i64) -> None:
         """Room for ``room`` symbols (and the padding of each level to whole blocks)."""
-        self.following = vec[i64]([0] * room)
-        self.preceding = vec[i64]([0] * room)
-        self.block_min = vec[i64]([0] * ((room >> BLOCK_BITS) + 8))
-        self.upper = vec[i64]([0] * ((room >> (2 * BLOCK_BITS - 1)) + 8 * LEVELS_MAX))  # (each level an eighth of the one below, padded)
+        self.following = _zeros(room)
+        self.preceding = _zeros(room)
+        self.block_min = _zeros((room >> BLOCK_BITS) + 8)
+        self.upper = _zeros((room >> (2 * BLOCK_BITS - 1)) + 8 * LEVELS_MAX)  # (each level an eighth of the one below, padded)
 
 
 def _merge_blocks(
@@ -1085,6 +1117,21 @@ def _merge_blocks(
     return _merge_symbols(n, merges, pairs, ids, values, scratch)
 
 
+def _utf8_length(text: str, start: i64, end: i64) -> i64:
+    """The UTF-8 bytes of text[start:end], counted in place."""
+    size: i64 = 0
+    for k in range(start, end):
+        c: i64 = ord(text[k])
+        size += 1
+        if c >= 0x80:
+            size += 1
+            if c >= 0x800:
+                size += 1
+                if c >= 0x10000:
+                    size += 1
+    return size
+
+
 def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64) -> i64:
     """``_merge_blocks`` of the UTF-8 bytes of text[start:end] into ``engine.scratch_ids``, the
     bytes made from the code points in place (no slice, no encode); -1 (nothing merged) if the
@@ -1096,7 +1143,7 @@ def _merge_text(engine: BytePairEncoder, text: str, start: i64, end: i64) -> i64
     a Thai word of 100 characters (300 bytes, one piece of o200k's pattern) starts as about 100.
     """
     if 4 * (end - start) + 8 > len(engine.scratch_ids):
-        engine._room(4 * (end - start))  # (at most 4 bytes a character; a longer piece: the heap)
+        engine._room(_utf8_length(text, start, end))  # (symbols are at most its bytes)
     whole = engine.whole
     byte_ids = engine.byte_ids
     byte_pairs = engine.byte_pairs
