@@ -1141,6 +1141,33 @@ def test_runs_of_marks_that_decompose_have_the_reference_offsets(qwen3_files: tu
         assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:20])
 
 
+@pytest.mark.parametrize("kinds", [2, 5, 300])
+def test_long_runs_of_marks_out_of_order_have_the_reference_offsets(qwen3_files: tuple[Tokenizer, tokenizers.Tokenizer], kinds: int) -> None:
+    """Runs of marks out of order are sorted as bytes of tags, one a kind of part
+    (``peek2.normalize.aligned._tagged``; ``"\u0f73" * 100,000`` with offsets went from 1.0x
+    tokenizers' time to 1.25x); a cluster of more than 256 kinds of part is sorted as lists. Both
+    give the reference's spans, marks that decompose and heads that compose included."""
+    from peek2.normalize.aligned import _tagged
+
+    ours, reference = qwen3_files
+    rng = random.Random(kinds)
+    every_mark = [chr(c) for c in range(0x300, 0x20000) if unicodedata2.combining(chr(c))]
+    decomposing = list("\u0344\u0340\u0341\u0343\u0f73\u0f75\u0f81")
+    tagged = 0
+    for _ in range(30):
+        pool = rng.sample(every_mark, kinds - 1) + [rng.choice(decomposing)]
+        runs, length = (1, (1500, 3000)) if kinds > 256 else (rng.randint(1, 3), (65, 1500))  # (one cluster of every kind)
+        text = "".join(
+            rng.choice(["", "a", "e", "\u212b", "\u0f40", "\uac00", " "]) + "".join(rng.choice(pool) for _ in range(rng.randint(*length)))
+            for _ in range(runs)
+        ) + rng.choice(["", " ok"])
+        tagged += _tagged(text, set(text)) is not None
+        got = ours.encode_with_offsets(text, add_special_tokens=False)
+        expected = reference.encode(text, add_special_tokens=False)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:40])
+    assert tagged == (0 if kinds > 256 else 30)
+
+
 def test_a_memory_error_while_caching_a_piece_leaves_the_cache_right(data_dir: Path) -> None:
     """A MemoryError inside ``PieceCache.add`` (its array of ids growing) left the piece's entry
     pointing past the array's end, where the next piece cached put its ids: the first piece then
