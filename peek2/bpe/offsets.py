@@ -26,6 +26,8 @@ from mypy_extensions import i64
 
 from librt.vecs import vec
 
+from peek2.pretokenize.scanner import boxed_int
+
 
 def char_spans(
     lengths: vec[i64], ids: list[int], first: i64, text: str, source: list[int] | None, base: i64, offsets: list[Any]
@@ -62,18 +64,12 @@ def char_spans(
         if source is not None:
             span_start = base + source[start]
             span_end = base + source[count - 1] + 1
-        start_box: object = end_box if span_start == end_value else _boxed(span_start)
-        end_box = _boxed(span_end)
+        start_box: object = end_box if span_start == end_value else boxed_int(span_start)
+        end_box = boxed_int(span_end)
         end_value = span_end
         offsets.append((start_box, end_box))
         at = end
     return at == total and count == chars
-
-
-def _boxed(value: i64) -> object:
-    """``value`` as an int object (assigned directly, mypy narrows the variable to an int, and
-    mypyc then makes a new object of it where it is used)."""
-    return value
 
 
 _SIZE_SHIFT: Final = 32

@@ -58,7 +58,7 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from mypy_extensions import i64
 
@@ -595,15 +595,26 @@ def split_pieces(text: str, stage2: bytes, rules: i64) -> list[str]:
 
 
 def split_offsets(text: str, stage2: bytes, rules: i64) -> list[tuple[int, int]]:
-    """The (start, end) character offsets of the pieces of text, in order."""
-    out: list[tuple[int, int]] = []
+    """The (start, end) character offsets of the pieces of text, in order; a piece's start is the
+    int object of the piece before it's end (one int a piece, not two: 1 MB of English, 22.8 ->
+    18.6 ms, best of 9)."""
+    out: list[Any] = []
     n: i64 = len(text)
     i: i64 = 0
+    start: object = boxed_int(0)
     while i < n:
         end = piece_end(text, i, n, stage2, rules)
-        out.append((i, end))
+        stop = boxed_int(end)
+        out.append((start, stop))
+        start = stop
         i = end
     return out
+
+
+def boxed_int(value: i64) -> object:
+    """``value`` as an int object, to be given as it is to several tuples (a variable assigned an
+    i64 directly is narrowed to an int by mypy, and mypyc then makes a new object at each use)."""
+    return value
 
 
 def split_ends(text: str, stage2: bytes, rules: i64) -> list[int]:
