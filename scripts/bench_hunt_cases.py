@@ -130,7 +130,15 @@ def cases(data: Path, only: str) -> list[Case]:
         path = str(files / "qwen3" / "tokenizer.json")
         ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
         many = "\u212b" + "".join(chr(rng.randrange(0x4E00, 0x9FA6)) for _ in range(40_000))  # (one change, 20K distinct)
-        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many):
+        # NFD Korean (random syllables as jamo, more than the clusters' memo holds), and short
+        # clusters of marks out of order
+        jamo = "".join(
+            chr(0x1100 + rng.randrange(19)) + chr(0x1161 + rng.randrange(21)) + (chr(0x11A8 + rng.randrange(27)) if rng.random() < 0.5 else "")
+            + (" " if rng.random() < 0.3 else "")
+            for _ in range(30_000)
+        )
+        short = "".join(rng.choice("aeo") + "".join(rng.choice("\u0301\u0323\u0302\u0327\u0344\u0f73") for _ in range(rng.randint(2, 6))) + " " for _ in range(15_000))
+        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many, jamo, short):
             got, expected = ours.encode_with_offsets(text, add_special_tokens=False), ref.encode(text, add_special_tokens=False)
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
             out.append((

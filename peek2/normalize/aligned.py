@@ -43,6 +43,11 @@ Qwen3's ``encode_with_offsets`` 1.03x -> 1.24x tokenizers' ``encode`` (best of 7
 A cluster whose NFC is one character (a syllable from its jamo, a letter and the marks it
 absorbs) is aligned to its start without the rules: 30,000 random jamo syllables (NFD Korean, as
 macOS file names hold it), which keep missing the clusters' memo, 0.71x -> 1.11x tokenizers.
+Other short clusters read each character's parts, changes and classes from a memo
+(``_character``) instead of three ``str.translate`` calls with tables made per cluster: 7.1 ->
+3.7 us a cluster of a letter and 2-6 random marks; 15,000 of them with offsets (15,000 distinct
+clusters, more than the memo holds) 0.92-0.96x -> 1.22x tokenizers (``python
+scripts/bench_hunt_cases.py --only offsets``).
 """
 
 from __future__ import annotations
@@ -250,28 +255,21 @@ def aligned_by_rules(text: str, known: str | None = None) -> tuple[str, list[int
         # memo: 0.71x tokenizers.)
         return normalized, [0]
     # 1. Full canonical decomposition: change 0 for a first part, +1 for each further part.
-    distinct = set(text)
-    tagged = _tagged(text, distinct) if len(text) > _TAGGED_MIN else None
+    tagged = _tagged(text, set(text)) if len(text) > _TAGGED_MIN else None
     if tagged is None:
-        # (The parts, their changes and their classes, each made of the text by one
-        # str.translate with a table of its distinct characters: a loop over the characters cost
-        # most of the time on a long cluster of marks that decompose; a bug hunt.)
-        parts_of: dict[int, str] = {}
-        changes_of: dict[int, str] = {}
-        classes_of: dict[int, str] = {}
-        for char in distinct:
-            parts = _decomposed(char)
-            code = ord(char)
-            if parts != char:
-                parts_of[code] = parts
-            changes_of[code] = "\x00" + "\x01" * (len(parts) - 1)
-            classes_of[code] = "".join([chr(_combining(part)) for part in parts])
-        decomposed = text.translate(parts_of) if parts_of else text
-        changes: list[int] = list(text.translate(changes_of).encode("latin-1"))
-        if decomposed == normalized:
+        # (Each character's parts, changes and classes kept (``_character``) and added up: three
+        # str.translate calls with tables of the distinct characters cost a short cluster about
+        # twice as much, and the clusters' memo keeps missing on random marks.)
+        chars: list[str] = []
+        changes: list[int] = []
+        classes: list[int] = []
+        for char in text:
+            char_parts, char_changes, char_classes = _character(char)
+            chars.extend(char_parts)
+            changes.extend(char_changes)
+            classes.extend(char_classes)
+        if "".join(chars) == normalized:
             return normalized, _read_off(changes)
-        chars = list(decomposed)
-        classes: list[int] = list(text.translate(classes_of).encode("latin-1"))
     else:
         tags, tag_parts, tag_changes, tag_classes = tagged
         changes = list(tags.translate(tag_changes))
@@ -449,6 +447,22 @@ def _read_off(changes: list[int]) -> list[int]:
 
 _decompositions: dict[str, str] = {}
 _DECOMPOSITIONS_KEPT: Final = 1 << 16
+
+
+_characters: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def _character(char: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
+    """The parts of ``char``'s full canonical decomposition, their changes (0 for the first, +1 for
+    each further) and their combining classes, kept."""
+    kept = _characters.get(char)
+    if kept is None:
+        parts = _decomposed(char)
+        kept = (tuple(parts), tuple([0 if k == 0 else 1 for k in range(len(parts))]), tuple([_combining(part) for part in parts]))
+        if len(_characters) >= _DECOMPOSITIONS_KEPT:
+            _characters.clear()
+        _characters[char] = kept
+    return kept
 
 
 def _decomposed(char: str) -> str:
