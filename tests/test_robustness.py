@@ -1168,6 +1168,39 @@ def test_long_runs_of_marks_out_of_order_have_the_reference_offsets(qwen3_files:
     assert tagged == (0 if kinds > 256 else 30)
 
 
+@pytest.mark.parametrize(
+    "unit", ["a\u0301", "e\u0301\u0323", "\u1100\u1161\u11a8", "\u0958\u093c", "x\u0344", "A\u030a\u0301", "\u212b\u0301", "a\u0323\u0302 "]
+)
+def test_repeated_clusters_have_the_reference_offsets(qwen3_files: tuple[Tokenizer, tokenizers.Tokenizer], unit: str) -> None:
+    """A cluster repeated from cut to cut is aligned once (``nfc_aligned``; a bug hunt: ``"a\u0301"
+    * 50,000`` with offsets at 0.70-0.84x tokenizers). The spans stay the reference's, including
+    where the last repetition is not a whole cluster (a mark after it joins it) and where other
+    text comes before and after."""
+    ours, reference = qwen3_files
+    for head in ("", "b", "\u0301", unit[:1]):
+        for tail in ("", "\u0301", "\u0323\u0301", " z", unit[:1], "\u1161"):
+            for count in (1, 2, 3, 40):
+                text = head + unit * count + tail
+                got = ours.encode_with_offsets(text, add_special_tokens=False)
+                expected = reference.encode(text, add_special_tokens=False)
+                assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:40])
+
+
+@pytest.mark.parametrize("length", [31, 33, 40, 300])
+def test_a_long_run_of_one_mark_then_another_has_the_reference_offsets(qwen3_files: tuple[Tokenizer, tokenizers.Tokenizer], length: int) -> None:
+    """A silent wrong answer (a bug hunt): a run of more than 32 marks that begins with the mark
+    it repeats and ends with another (``"\u093c" * 40 + "\u0f73"``) was taken for a run of one
+    mark (``_marks_run`` counted the first character among the repeats), so the other mark's
+    decomposition was not seen and every span was one character off."""
+    ours, reference = qwen3_files
+    for mark, last in (("\u093c", "\u0f73"), ("\u0301", "\u0344"), ("\u0323", "\u0340"), ("\u0301", "\u0f73")):
+        for head in ("", "a"):
+            text = head + mark * length + last + " ok"
+            got = ours.encode_with_offsets(text, add_special_tokens=False)
+            expected = reference.encode(text, add_special_tokens=False)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text[:20])
+
+
 def test_a_memory_error_while_caching_a_piece_leaves_the_cache_right(data_dir: Path) -> None:
     """A MemoryError inside ``PieceCache.add`` (its array of ids growing) left the piece's entry
     pointing past the array's end, where the next piece cached put its ids: the first piece then

@@ -44,7 +44,7 @@ A cluster whose NFC is one character (a syllable from its jamo, a letter and the
 absorbs) is aligned to its start without the rules: 30,000 random jamo syllables (NFD Korean, as
 macOS file names hold it), which keep missing the clusters' memo, 0.71x -> 1.11x tokenizers.
 Other short clusters read each character's parts, changes and classes from a memo
-(``_character``) instead of three ``str.translate`` calls with tables made per cluster: 7.1 ->
+(``_decomposed``, ``_part_classes``) instead of three ``str.translate`` calls with tables made per cluster: 7.1 ->
 3.7 us a cluster of a letter and 2-6 random marks; 15,000 of them with offsets (15,000 distinct
 clusters, more than the memo holds) 0.92-0.96x -> 1.22x tokenizers (``python
 scripts/bench_hunt_cases.py --only offsets``).
@@ -152,6 +152,18 @@ def nfc_aligned(text: str) -> tuple[str, list[int]]:
                 for k in moves:
                     source.append(start + k)
             copied = end
+            # The same cluster again, from a cut to a cut (it starts with a boundary starter and
+            # the character after it is one, or the text ends): the same NFC and alignment, without
+            # the walk's search and lookups. ("a\u0301" * 50,000 with offsets, one cluster after
+            # another: 0.70-0.84x tokenizers; a bug hunt.)
+            size: i64 = end - start
+            if 1 < size <= _CLUSTER_MAX and _kind(text[start]) & _BOUNDARY:
+                while text.startswith(cluster, end) and (end + size == n or _kind(text[end + size]) & _BOUNDARY):
+                    parts.append(changed)
+                    for k in moves:
+                        source.append(end + k)
+                    end += size
+                copied = end
         start = end
     if copied < n:
         parts.append(text[copied:])
@@ -199,7 +211,7 @@ def _marks_run(cluster: str, known: str | None) -> tuple[str, list[int]]:
     plain = bool(_kind(cluster[0]) & _PLAIN_STARTER)
     if plain:
         # the distinct marks (a str and a lookup per mark cost 0.1 us; a run of one mark is counted in C)
-        marks = {cluster[1]} if cluster.count(cluster[1]) == n - 1 else set(cluster[1:])
+        marks = {cluster[1]} if cluster.count(cluster[1], 1) == n - 1 else set(cluster[1:])
         for mark in marks:
             if not _kind(mark) & (_MARK | _ONE_MARK):
                 plain = False
@@ -257,17 +269,19 @@ def aligned_by_rules(text: str, known: str | None = None) -> tuple[str, list[int
     # 1. Full canonical decomposition: change 0 for a first part, +1 for each further part.
     tagged = _tagged(text, set(text)) if len(text) > _TAGGED_MIN else None
     if tagged is None:
-        # (Each character's parts, changes and classes kept (``_character``) and added up: three
+        # (Each character's parts and classes kept (``_decomposed``, ``_part_classes``) and added up: three
         # str.translate calls with tables of the distinct characters cost a short cluster about
         # twice as much, and the clusters' memo keeps missing on random marks.)
         chars: list[str] = []
         changes: list[int] = []
         classes: list[int] = []
         for char in text:
-            char_parts, char_changes, char_classes = _character(char)
+            char_parts = _decomposed(char)
             chars.extend(char_parts)
-            changes.extend(char_changes)
-            classes.extend(char_classes)
+            changes.append(0)
+            for _ in range(1, len(char_parts)):
+                changes.append(1)
+            classes.extend(_part_classes(char))
         if "".join(chars) == normalized:
             return normalized, _read_off(changes)
     else:
@@ -449,19 +463,17 @@ _decompositions: dict[str, str] = {}
 _DECOMPOSITIONS_KEPT: Final = 1 << 16
 
 
-_characters: dict[str, tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]] = {}
+_classes_of_parts: dict[str, bytes] = {}  # (bytes, not tuples: a dict of atomic values the garbage collector does not walk)
 
 
-def _character(char: str) -> tuple[tuple[str, ...], tuple[int, ...], tuple[int, ...]]:
-    """The parts of ``char``'s full canonical decomposition, their changes (0 for the first, +1 for
-    each further) and their combining classes, kept."""
-    kept = _characters.get(char)
+def _part_classes(char: str) -> bytes:
+    """The combining classes of the parts of ``char``'s full canonical decomposition, kept."""
+    kept = _classes_of_parts.get(char)
     if kept is None:
-        parts = _decomposed(char)
-        kept = (tuple(parts), tuple([0 if k == 0 else 1 for k in range(len(parts))]), tuple([_combining(part) for part in parts]))
-        if len(_characters) >= _DECOMPOSITIONS_KEPT:
-            _characters.clear()
-        _characters[char] = kept
+        kept = bytes([_combining(part) for part in _decomposed(char)])
+        if len(_classes_of_parts) >= _DECOMPOSITIONS_KEPT:
+            _classes_of_parts.clear()
+        _classes_of_parts[char] = kept
     return kept
 
 
