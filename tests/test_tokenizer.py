@@ -367,6 +367,43 @@ def test_token_to_id_takes_a_str(pair: tuple[Tokenizer, Reference]) -> None:
             ours.token_to_id(bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("model", ["deepseek-v3", "gpt4o", "qwen3"])
+def test_token_to_id_and_id_to_bytes_of_every_token(data_dir: Path, model: str) -> None:
+    """Every added token, every vocabulary token and some strings that are no token, as
+    tokenizers answers them; id_to_bytes of every id as decode_bytes gives it."""
+    path = str(data_dir / "tokenizers" / model / "tokenizer.json")
+    ours, reference = Tokenizer.from_file(path), Reference.from_file(path)
+    tokens = list(reference.get_vocab(with_added_tokens=True))
+    tokens += ["", " ", "hello", "Ġhello", "<|no such token|>", "\u0100\u0143", "\u0144", "日本"]
+    assert [ours.token_to_id(token) for token in tokens] == [reference.token_to_id(token) for token in tokens]
+    assert ours.token_to_id("\ud800") is None  # (tokenizers raises UnicodeEncodeError: no token holds a lone surrogate)
+    for token_id in range(ours.vocab_size):
+        if reference.id_to_token(token_id) is not None:
+            assert ours.id_to_bytes(token_id) == ours.decode_bytes([token_id], skip_special_tokens=False)
+    for bad in (-1, ours.vocab_size, 2**70):
+        with pytest.raises(ValueError, match="not in the vocabulary"):
+            ours.id_to_bytes(bad)
+
+
+def test_token_to_id_does_not_read_the_added_tokens_one_by_one(data_dir: Path) -> None:
+    """A bug hunt: token_to_id compared its token with each added token in turn before the
+    vocabulary (DeepSeek-V3's 818: 27 us a call, 0.003x tokenizers). With 8x the added tokens,
+    a lookup costs the same (CPU time in one run, paired)."""
+    from scaling import paired_ratio
+
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    extra = dict(spec["added_tokens"][-1], special=True)
+    tokenizers = []
+    for count in (1_000, 8_000):
+        spec["added_tokens"] = spec["added_tokens"][:256] + [dict(extra, id=128256 + k, content=f"<extra_{k}>") for k in range(count)]
+        tokenizers.append(Tokenizer.from_str(json.dumps(spec)))
+    queries = ["hello", "Ġworld", "<extra_999>", "<none>"] * 500
+    small, large = tokenizers
+    assert [small.token_to_id(q) for q in queries] == [large.token_to_id(q) for q in queries]
+    ratio = paired_ratio(lambda: [small.token_to_id(q) for q in queries], lambda: [large.token_to_id(q) for q in queries])
+    assert ratio < 2.5, f"8x the added tokens: {ratio:.1f}x the time of a lookup"
+
+
 @pytest.mark.parametrize("text", SAMPLES, ids=[repr(s)[:24] for s in SAMPLES])
 def test_offsets_match_reference(pair: tuple[Tokenizer, Reference], text: str) -> None:
     ours, reference = pair

@@ -6,6 +6,7 @@ peek2 converts them to raw bytes once, at load time, and works on bytes after th
 
 from __future__ import annotations
 
+import codecs
 from typing import Final
 
 
@@ -25,6 +26,11 @@ def _byte_to_char() -> list[str]:
 
 BYTE_TO_CHAR: Final = _byte_to_char()
 CHAR_TO_BYTE: Final = {char: byte for byte, char in enumerate(BYTE_TO_CHAR)}
+# The alphabet as a charmap codec's tables: encode and decode in C, where a list of one lookup a
+# character took twice as long (0.53 -> 0.27 us a token of Llama-3's vocabulary; token_to_id and
+# the load of GPT-2's encoder.json call it once a token).
+_ENCODING_MAP: Final = codecs.charmap_build("".join(BYTE_TO_CHAR))
+_DECODING_TABLE: Final = "".join(BYTE_TO_CHAR)
 
 
 def to_bytes(token: str) -> bytes | None:
@@ -34,8 +40,8 @@ def to_bytes(token: str) -> bytes | None:
     b' hello'
     """
     try:
-        return bytes([CHAR_TO_BYTE[char] for char in token])
-    except KeyError:
+        return codecs.charmap_encode(token, "strict", _ENCODING_MAP)[0]
+    except UnicodeEncodeError:  # (a character outside the alphabet)
         return None
 
 
@@ -45,4 +51,4 @@ def to_chars(data: bytes) -> str:
     >>> to_chars(b" hi")
     'Ġhi'
     """
-    return "".join([BYTE_TO_CHAR[byte] for byte in data])
+    return codecs.charmap_decode(data, "strict", _DECODING_TABLE)[0]
