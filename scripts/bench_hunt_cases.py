@@ -25,7 +25,7 @@ them before and after its change, are in each case's label:
   and tabs in turn), against tokenizers' ``async_encode``;
 - ``stream a character at a time``: a ``stream_encoder`` fed one character per ``feed`` (runs with
   no piece boundary, and English), against tokenizers' one ``encode`` of the whole (it has no
-  stream).
+  stream; Qwen's NFC and a text of added tokens too).
 """
 
 from __future__ import annotations
@@ -188,7 +188,10 @@ def cases(data: Path, only: str) -> list[Case]:
             assert peek2_async() == asyncio.run(reference())
             out.append((f"async held run {name} {ascii(text[:3])}", peek2_async, partial(run_coroutine, reference), ours._engine.cache.clear))
     if only in ("", "stream"):
-        for name, text in (("gpt4o", " " * 100_000), ("gpt4o", "a" * 100_000), ("deepseek-v3", " " * 100_000), ("llama3.1", "The quick brown fox jumps over the lazy dog. " * 2_000)):
+        for name, text in (("gpt4o", " " * 100_000), ("gpt4o", "a" * 100_000), ("deepseek-v3", " " * 100_000), ("llama3.1", "The quick brown fox jumps over the lazy dog. " * 2_000),
+            ("qwen3", "The quick brown fox jumps over the lazy dog. " * 2_000), ("qwen2", "The quick brown fox jumps over the lazy dog. " * 2_000),
+            ("llama3.1", "<|eot_id|>" * 10_000),
+        ):
             path = str(files / name / "tokenizer.json")
             ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
 
