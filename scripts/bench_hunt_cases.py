@@ -25,7 +25,10 @@ them before and after its change, are in each case's label:
   and tabs in turn), against tokenizers' ``async_encode``;
 - ``stream a character at a time``: a ``stream_encoder`` fed one character per ``feed`` (runs with
   no piece boundary, and English), against tokenizers' one ``encode`` of the whole (it has no
-  stream; Qwen's NFC and a text of added tokens too).
+  stream; Qwen's NFC and a text of added tokens too);
+- ``session appends``: a ``prompt_session`` appended 1 or 4 characters at a time (a server adding
+  each generated token's text), its ids after every append, against tokenizers' one ``encode`` of
+  the whole.
 """
 
 from __future__ import annotations
@@ -190,7 +193,7 @@ def cases(data: Path, only: str) -> list[Case]:
     if only in ("", "stream"):
         for name, text in (("gpt4o", " " * 100_000), ("gpt4o", "a" * 100_000), ("deepseek-v3", " " * 100_000), ("llama3.1", "The quick brown fox jumps over the lazy dog. " * 2_000),
             ("qwen3", "The quick brown fox jumps over the lazy dog. " * 2_000), ("qwen2", "The quick brown fox jumps over the lazy dog. " * 2_000),
-            ("llama3.1", "<|eot_id|>" * 10_000),
+            ("llama3.1", "<|eot_id|>" * 10_000), ("qwen3", "\u6211\u4eec\u4eca\u5929\u53bb\u516c\u56ed\u6563\u6b65\uff0c\u5929\u6c14\u5f88\u597d\u3002" * 3_000),
         ):
             path = str(files / name / "tokenizer.json")
             ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
@@ -204,6 +207,24 @@ def cases(data: Path, only: str) -> list[Case]:
             assert streamed() == ref.encode(text, add_special_tokens=False).ids
             label = f"stream a character at a time {name} {ascii(text[:3])}"
             out.append((label, streamed, partial(ref.encode, text, add_special_tokens=False), ours._engine.cache.clear))
+    if only in ("", "session"):
+        english = "The quick brown fox jumps over the lazy dog, and then it sleeps. " * 500
+        chinese = "\u6211\u4eec\u4eca\u5929\u53bb\u516c\u56ed\u6563\u6b65\uff0c\u5929\u6c14\u5f88\u597d\u3002" * 2_000
+        for name, text, step in (("llama3.2", english, 1), ("llama3.2", english, 4), ("qwen3", english, 1), ("qwen3", english, 4), ("qwen3", chinese, 1)):
+            path = str(files / name / "tokenizer.json")
+            ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+
+            def appended(t: str = text, o: Tokenizer = ours, s: int = step) -> list[int]:
+                session, ids = o.prompt_session(add_special_tokens=False), []
+                for k in range(0, len(t), s):
+                    keep, new = session.append(t[k : k + s])
+                    del ids[keep:]
+                    ids += new
+                return ids
+
+            assert appended() == ref.encode(text, add_special_tokens=False).ids
+            label = f"session appends of {step} {name} {ascii(text[:3])}"
+            out.append((label, appended, partial(ref.encode, text, add_special_tokens=False), ours._engine.cache.clear))
     return out
 
 
@@ -211,7 +232,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async", "stream"], default="")
+    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async", "stream", "session"], default="")
     args = parser.parse_args()
     print(f"CPU seconds, medians of {args.runs} interleaved runs; ratio = reference / peek2")
     print(f"  {'case':44} {'peek2':>8} {'reference':>10} {'ratio':>7}")

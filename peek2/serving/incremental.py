@@ -294,10 +294,7 @@ class PromptSession(Branchable):
 
     def _finish_copy(self) -> list[int]:
         """The ids ``finish`` gives now; the session goes on from before the finish."""
-        state = self._encoder._snapshot()
-        tail = self._encoder.finish()
-        self._encoder._restore(state)
-        return tail
+        return self._encoder._stream.finish_copy()
 
     @property
     def ids(self) -> list[int]:
