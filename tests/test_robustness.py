@@ -1114,15 +1114,16 @@ def test_new_short_clusters_have_the_reference_offsets(qwen3_files: tuple[Tokeni
     """A bug hunt: new text each call of zalgo (letters and random marks) and of syllables written
     as jamo missed the memo of clusters in every cluster and went through the rules (0.73x and
     0.60x tokenizers' time). A letter and marks that are themselves now follow from the NFC's
-    length, and leading, vowel and trailing jamo from the syllable they make; the spans stay the
-    reference's, jamo that make no syllable (U+11A7, a vowel alone, a leading jamo twice) and marks
-    that decompose or compose included."""
+    length, and runs of Hangul by Unicode's arithmetic (LV syllables and trailing jamo: 0.49x); the
+    spans stay the reference's, jamo that make no syllable (U+11A7, a vowel alone, a leading jamo
+    twice), Hangul before marks and marks that decompose or compose included."""
     from peek2.normalize import aligned
 
     ours, reference = qwen3_files
     rng = random.Random(23)
     marks = [chr(c) for c in range(0x300, 0x370)] + list("\u0483\u05b0\u05c1\u093c\u0f71\u0f72\u0f73\u0f74\u0f80\u302a")
     jamo = [chr(c) for c in (*range(0x1100, 0x1114), *range(0x115F, 0x1177), *range(0x11A7, 0x11C4))]
+    jamo += [chr(0xAC00 + 28 * k) for k in range(0, 399, 7)] + ["\uac01", "\ud7a3"]  # (LV syllables, which a trailing jamo joins; LVT ones)
     heads = list("aeouAEOU z\u00e9\u212b\u0915") + ["\u1100\u1161", "\uac00", "\u0f40"]
     for _ in range(300):
         aligned._clusters.clear()

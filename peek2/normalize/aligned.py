@@ -50,8 +50,8 @@ clusters, more than the memo holds) 0.92-0.96x -> 1.22x tokenizers (``python
 scripts/bench_hunt_cases.py --only offsets``). A bug hunt: new text each call, every cluster
 missing the memo, went through the rules: zalgo (20,000 letters with 0-6 random marks) 0.73x, 6.5 us
 a changed cluster; a letter and marks that are themselves now follow from the NFC's length
-(``_marks_run``, as a long run does): 1.35x. Random syllables as jamo 0.60x: leading, vowel and
-trailing jamo now make their syllable by arithmetic (``_hangul_syllable``), 1.4x.
+(``_marks_run``, as a long run does): 1.35x. Random syllables as jamo 0.60x, LV syllables and
+trailing jamo 0.49x: Hangul alone is now aligned by Unicode's arithmetic (``_hangul_aligned``).
 """
 
 from __future__ import annotations
@@ -123,19 +123,23 @@ def nfc_aligned(text: str) -> tuple[str, list[int]]:
         if at > start and not _kind(text[at]) & _BOUNDARY:
             at -= 1
         start = at
-        end = start + 1
-        while end < n and (ord(text[end]) >= 0x300 and not _kind(text[end]) & _BOUNDARY):
-            end += 1
-            if end - start > _CLUSTER_MAX:  # (a long run of marks: its end found by re)
-                end = not_boundary_end(text, end)
-                break
+        end = _hangul_run_end(text, start, n)  # (whole Hangul clusters: aligned at once, below)
+        if end == start:
+            end = start + 1
+            while end < n and (ord(text[end]) >= 0x300 and not _kind(text[end]) & _BOUNDARY):
+                end += 1
+                if end - start > _CLUSTER_MAX:  # (a long run of marks: its end found by re)
+                    end = not_boundary_end(text, end)
+                    break
         if end - start == 1 and ord(text[start]) < 0x300:
             start = end  # (NFC leaves a lone character below U+0300 as it is)
             continue
-        syllable = _hangul_syllable(text, start, end) if end - start <= 3 else ""
+        hangul = _hangul_aligned(text, start, end) if 0x1100 <= ord(text[start]) <= 0xD7A3 else None
         cluster = text[start:end]
-        if syllable:
-            changed, moves = syllable, [0]
+        if hangul is not None:
+            changed, moves = hangul
+            if changed == cluster:
+                moves = []
         elif end - start <= _CLUSTER_MAX:
             kept = _clusters.get(cluster)
             if kept is None:
@@ -254,19 +258,62 @@ _compositions: dict[str, str] = {}  # pair -> composite, or "" for none
 _COMPOSITIONS_KEPT: Final = 1 << 16
 
 
-def _hangul_syllable(text: str, start: i64, end: i64) -> str:
-    """The syllable NFC composes ``text[start:end]`` into where it is a leading and a vowel jamo
-    and maybe a trailing one (its alignment is then [0], as ``aligned_by_rules`` finds for any
-    cluster whose NFC is one character), else "". (Random syllables in jamo with offsets, more
-    distinct clusters than the memo keeps and each through the rules: 0.60x tokenizers; a bug hunt.)"""
-    lead: i64 = ord(text[start]) - _HANGUL_L
-    vowel: i64 = ord(text[start + 1]) - _HANGUL_V if end - start >= 2 else -1
-    trail: i64 = ord(text[start + 2]) - _HANGUL_T if end - start == 3 else 0
-    if not (0 <= lead < 19 and 0 <= vowel < _HANGUL_V_COUNT and 0 <= trail < _HANGUL_T_COUNT):
-        return ""
-    if end - start == 3 and trail == 0:
-        return ""  # (U+11A7 is no trailing jamo)
-    return chr(_HANGUL_S + (lead * _HANGUL_V_COUNT + vowel) * _HANGUL_T_COUNT + trail)
+_hangul_runs: list[re.Pattern[str]] = []
+
+
+def _hangul_run_end(text: str, start: i64, n: i64) -> i64:
+    """The end of the run of whole Hangul clusters (jamo, syllables) from ``start``: ``start``
+    where none starts there. A cluster the run's last character begins that goes on past it
+    (a mark after a syllable) is left out of the run, so that it ends at a cut."""
+    first: i64 = ord(text[start])
+    if not (0x1100 <= first <= 0x11FF or _HANGUL_S <= first < _HANGUL_S + _HANGUL_S_COUNT):
+        return start
+    if not _hangul_runs:
+        _hangul_runs.append(re.compile("[\u1100-\u11ff\uac00-\ud7a3]*"))
+    found = _hangul_runs[0].match(text, start)
+    end: i64 = start if found is None else found.end()
+    if start < end < n and not _kind(text[end]) & _BOUNDARY:
+        end -= 1
+        while end > start and not _kind(text[end]) & _BOUNDARY:
+            end -= 1
+    return end
+
+
+def _hangul_aligned(text: str, start: i64, end: i64) -> tuple[str, list[int]] | None:
+    """NFC of ``text[start:end]`` and its alignment where it is Hangul alone (jamo, syllables),
+    else None. NFC joins a leading and a vowel jamo, or an LV syllable, with the trailing jamo
+    after it (Unicode's arithmetic); every jamo is its own decomposition, so each character of the
+    result is aligned to the first character it came from (the rules' changes are never above 0).
+    (Random syllables in jamo, LV syllables and trailing jamo, jamo in any order, with offsets:
+    more distinct clusters than the memo keeps, each through the rules, 0.49-0.75x tokenizers; bug
+    hunts.)"""
+    chars: list[str] = []
+    source: list[int] = []
+    k: i64 = start
+    while k < end:
+        cp: i64 = ord(text[k])
+        if not (0x1100 <= cp <= 0x11FF or _HANGUL_S <= cp < _HANGUL_S + _HANGUL_S_COUNT):
+            return None
+        following: i64 = ord(text[k + 1]) if k + 1 < end else 0
+        if _HANGUL_L <= cp < _HANGUL_L + 19 and _HANGUL_V <= following < _HANGUL_V + _HANGUL_V_COUNT:
+            syllable: i64 = _HANGUL_S + ((cp - _HANGUL_L) * _HANGUL_V_COUNT + following - _HANGUL_V) * _HANGUL_T_COUNT
+            step: i64 = 2
+        elif _HANGUL_S <= cp and (cp - _HANGUL_S) % _HANGUL_T_COUNT == 0:
+            syllable = cp
+            step = 1
+        else:
+            chars.append(text[k])
+            source.append(k - start)
+            k += 1
+            continue
+        trailing: i64 = ord(text[k + step]) if k + step < end else 0
+        if _HANGUL_T < trailing < _HANGUL_T + _HANGUL_T_COUNT:  # (U+11A7 is no trailing jamo)
+            syllable += trailing - _HANGUL_T
+            step += 1
+        chars.append(chr(syllable))
+        source.append(k - start)
+        k += step
+    return "".join(chars), source
 
 
 def aligned_by_rules(text: str, known: str | None = None) -> tuple[str, list[int]]:
