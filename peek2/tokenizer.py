@@ -47,7 +47,7 @@ from peek2.bpe.merger import BytePairEncoder, OrdinaryEncode, PlainEncode, Whole
 from peek2.bpe.piece_cache import MAX_CACHE_SIZE
 from peek2.bpe.merger import as_flag as _flag
 from peek2.bpe.offsets import char_spans, token_lengths
-from peek2.bpe.vocab import alphabet_bytes, id_table
+from peek2.bpe.vocab import find_token_id, id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
@@ -921,9 +921,8 @@ class Tokenizer:
         return len(self._id_bytes)
 
     def token_to_id(self, token: str) -> int | None:
-        """The id of an added token's content or of a byte-level vocabulary token, else None."""
-        if not isinstance(token, str):
-            raise TypeError(f"token must be str, not {type(token).__name__}")
+        """The id of an added token's content or of a byte-level vocabulary token, else None.
+        Raises TypeError for what is not a str, ValueError for a lone surrogate (as ``encode``)."""
         added_ids = self._added_ids
         if added_ids is None:
             # (a dict made at the first call: a loop over the added tokens took 27 us a call with
@@ -932,11 +931,7 @@ class Tokenizer:
             for added in self._added:
                 added_ids.setdefault(added.content, added.id)
             self._added_ids = added_ids
-        token_id = added_ids.get(token)
-        if token_id is not None:
-            return token_id
-        data = alphabet_bytes(token)  # (compiled)
-        return self.spec.vocab.get(data) if data is not None else None
+        return find_token_id(token, added_ids, self.spec.vocab)  # (compiled)
 
     def id_to_bytes(self, token_id: int) -> bytes:
         """The bytes of one token, a special token's too (tiktoken's ``decode_single_token_bytes``;

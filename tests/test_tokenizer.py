@@ -376,7 +376,10 @@ def test_token_to_id_and_id_to_bytes_of_every_token(data_dir: Path, model: str) 
     tokens = list(reference.get_vocab(with_added_tokens=True))
     tokens += ["", " ", "hello", "Ġhello", "<|no such token|>", "\u0100\u0143", "\u0144", "日本"]
     assert [ours.token_to_id(token) for token in tokens] == [reference.token_to_id(token) for token in tokens]
-    assert ours.token_to_id("\ud800") is None  # (tokenizers raises UnicodeEncodeError: no token holds a lone surrogate)
+    with pytest.raises(ValueError, match="lone surrogate U\\+D800 at index 1"):  # (tokenizers: UnicodeEncodeError, a ValueError)
+        ours.token_to_id("a\ud800")
+    with pytest.raises(UnicodeEncodeError):
+        reference.token_to_id("a\ud800")
     for token_id in range(ours.vocab_size):
         if reference.id_to_token(token_id) is not None:
             assert ours.id_to_bytes(token_id) == ours.decode_bytes([token_id], skip_special_tokens=False)
