@@ -26,9 +26,9 @@ them before and after its change, are in each case's label:
 - ``stream a character at a time``: a ``stream_encoder`` fed one character per ``feed`` (runs with
   no piece boundary, and English), against tokenizers' one ``encode`` of the whole (it has no
   stream; Qwen's NFC and a text of added tokens too);
-- ``session appends``: a ``prompt_session`` appended 1 or 4 characters at a time (a server adding
-  each generated token's text), its ids after every append, against tokenizers' one ``encode`` of
-  the whole.
+- ``session appends``: a ``prompt_session`` appended 1, 4 or 16 characters at a time (a server
+  adding each generated token's text), its ids after every append, on English, Chinese and one long
+  piece, against tokenizers' one ``encode`` of the whole.
 """
 
 from __future__ import annotations
@@ -210,7 +210,12 @@ def cases(data: Path, only: str) -> list[Case]:
     if only in ("", "session"):
         english = "The quick brown fox jumps over the lazy dog, and then it sleeps. " * 500
         chinese = "\u6211\u4eec\u4eca\u5929\u53bb\u516c\u56ed\u6563\u6b65\uff0c\u5929\u6c14\u5f88\u597d\u3002" * 2_000
-        for name, text, step in (("llama3.2", english, 1), ("llama3.2", english, 4), ("qwen3", english, 1), ("qwen3", english, 4), ("qwen3", chinese, 1)):
+        run = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(30_000))  # (one piece: CJK letters without punctuation)
+        spaces = " " * 15_000 + "x" + " " * 15_000
+        for name, text, step in (
+            ("llama3.2", english, 1), ("llama3.2", english, 4), ("qwen3", english, 1), ("qwen3", english, 4), ("qwen3", chinese, 1),
+            ("llama3.2", run, 4), ("llama3.2", run, 16), ("deepseek-v3", spaces, 4),
+        ):
             path = str(files / name / "tokenizer.json")
             ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
 

@@ -154,6 +154,13 @@ the NFC walk's memo over that raw text, the head of a piece kept for the scanner
 run back from its end again each time was quadratic), ``absorbed``, and the lstrip walk's memo (``ws_memo``, kept for the same reason)."""
 
 INTERIOR_MIN_TOKENS: Final = 16
+INTERIOR_MIN_TOKENS_FINISHED_AGAIN: Final = 2
+"""Rule 3's threshold (below) in a stream finished again after each restore (a prompt session's,
+a prompt cache's): each finish merges the pending text, so it is kept short there. (At 16, a
+session appended 4 characters at a time on a run of CJK letters or spaces merged about 1,000
+characters an append, 60-100 us; at 2, 18 us. A stream finished once keeps 16: at 2, a run fed a
+character at a time tried the cut 8x as often, 1.26x -> 0.46x one encode by tokenizers.) Not with
+an NFC normalizer (see StreamPlan.interior_min_again)."""
 MEMO_STEP_TOKENS: Final = 2
 """A finish's memo (``_finish_run``, ``_finish_piece``) grows once the rest of its piece holds this
 many of the longest token's bytes (in characters): the rest is merged at every finish, and at
@@ -261,6 +268,11 @@ class StreamPlan:
         self.crossings: Final[dict[bytes, bool]] = {}
         self.token_blob: bytes = b""  # every token after a NUL (made at first need), searched by that module
         self.interior_min: Final[int] = INTERIOR_MIN_TOKENS * max([len(t) for t in spec.vocab], default=1)
+        # (not with NFC: a cut in the pending text sets ``cont``, and a long run of marks after it
+        # then missed ``_finish_marks``, which starts at a piece boundary: merged whole each finish)
+        self.interior_min_again: Final[int] = (
+            self.interior_min if self.nfc else INTERIOR_MIN_TOKENS_FINISHED_AGAIN * max([len(t) for t in spec.vocab], default=1)
+        )
         self.memo_step: Final[int] = MEMO_STEP_TOKENS * max([len(t) for t in spec.vocab], default=1)
 
     def growing_piece(self) -> GrowingPiece:
@@ -542,6 +554,7 @@ class StreamEngine:
         # sent, kept only so that the scanner reads the rest as it reads it after that head (see
         # _interior_cut).
         self.head: i64 = 0
+        self.interior_floor: i64 = plan.interior_min  # interior_at after a cut (see INTERIOR_MIN_TOKENS_FINISHED_AGAIN)
         self.interior_at: i64 = plan.interior_min
         self.run_kind: i64 = -1
         # A ByteLevel's add_prefix_space: the next text appended starts a segment, which gets a
@@ -739,6 +752,10 @@ class StreamEngine:
         if self.fed_bytes:
             raise ValueError("a checkpoint of an encoder fed bytes is not supported")
         self.memos = True
+        floor = self.plan.interior_min_again
+        if self.interior_floor > floor:
+            self.interior_floor = floor
+            self.interior_at = min(self.interior_at, floor)
         return self._state()
 
     def _state(self) -> StreamState:
@@ -760,6 +777,7 @@ class StreamEngine:
         other.finished = self.finished
         other.broken = self.broken
         other.memos = self.memos
+        other.interior_floor = self.interior_floor
         return other
 
     def restore(self, state: StreamState) -> None:
@@ -804,7 +822,7 @@ class StreamEngine:
                     self.raw = self.text = ""
                     self.searched = 0
                     self.rescan_at = self.rescan_min
-                    self.interior_at = self.plan.interior_min
+                    self.interior_at = self.interior_floor
                     if owned:
                         return out + ids if out else ids  # (a prompt session's finish: no copy of the run's ids)
                     out += ids
@@ -882,7 +900,7 @@ class StreamEngine:
             owned = False  # out is now this call's own list
             self.text = text[cut:]
             self.rescan_at = max(self.rescan_min, 2 * len(self.text))
-            self.interior_at = self.plan.interior_min
+            self.interior_at = self.interior_floor
         if len(self.text) >= self.interior_at:
             text = self.text
             if self.plan.newline_cut and text[len(text) - 1] in self.plan.space_chars:
@@ -944,7 +962,7 @@ class StreamEngine:
         self.text = rest
         self.cont = True
         self.run_kind = -1
-        self.interior_at = plan.interior_min
+        self.interior_at = self.interior_floor
         self.rescan_at = max(self.rescan_min, 2 * (n - cut))
         return out
 
@@ -1124,7 +1142,7 @@ class StreamEngine:
         self.head = len(kept)
         self.cont = True
         self.run_kind = kind
-        self.interior_at = self.plan.interior_min
+        self.interior_at = self.interior_floor
         self.rescan_at = max(self.rescan_min, 2 * rest)
         return out
 
@@ -1200,7 +1218,7 @@ class StreamEngine:
                 out += ids
             self.text = ""
         self.rescan_at = self.rescan_min
-        self.interior_at = self.plan.interior_min
+        self.interior_at = self.interior_floor
         return out
 
     def _finish_run(self, text: str) -> list[int] | None:
