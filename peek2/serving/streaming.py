@@ -46,7 +46,8 @@ When is a piece final? The text is held in two buffers:
      character); the three characters after it are those of the longest contraction, which may
      still join it (o200k's ``x'`` then ``s``; GPT-2's ``'`` then ``ve``). This catches Llama-3's digit groups (``\\p{N}{1,3}``) inside long numbers.
   3. inside one growing piece (when the pending text passes ``StreamPlan.interior_min``, 16
-     times the longest token's bytes, and again after as much more, or after it has doubled
+     times the longest token's bytes, or 2 times in a stream finished again after each restore
+     without NFC: ``INTERIOR_MIN_TOKENS_FINISHED_AGAIN``; and again after as much more, or after it has doubled
      following a failed try): the pending text is one piece for every probe (one scalar of each
      category after it), ends in a run of one category, and the scanner started inside that run
      ends the piece where it does from the start (or started at the piece's head, the text before
