@@ -28,7 +28,9 @@ them before and after its change, are in each case's label:
   stream; Qwen's NFC and a text of added tokens too);
 - ``session appends``: a ``prompt_session`` appended 1, 4 or 16 characters at a time (a server
   adding each generated token's text), its ids after every append, on English, Chinese and one long
-  piece, against tokenizers' one ``encode`` of the whole.
+  piece, against tokenizers' one ``encode`` of the whole;
+- ``token_to_id`` of 10,000 random vocabulary tokens and added tokens (DeepSeek-V3 has 818), and
+  ``id_to_bytes`` against tokenizers' ``id_to_token``.
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ def cases(data: Path, only: str) -> list[Case]:
             o._engine.cache.clear()
             aligned._clusters.clear()
 
-        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many, jamo, short, zalgo):
+        lv_t = "".join(chr(0xAC00 + 28 * rng.randrange(399)) + chr(0x11A8 + rng.randrange(27)) for _ in range(10_000))  # (LV syllables, a trailing jamo after each)
+        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many, jamo, short, zalgo, lv_t):
             got, expected = ours.encode_with_offsets(text, add_special_tokens=False), ref.encode(text, add_special_tokens=False)
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
             out.append((
@@ -207,6 +210,19 @@ def cases(data: Path, only: str) -> list[Case]:
             assert streamed() == ref.encode(text, add_special_tokens=False).ids
             label = f"stream a character at a time {name} {ascii(text[:3])}"
             out.append((label, streamed, partial(ref.encode, text, add_special_tokens=False), ours._engine.cache.clear))
+    if only in ("", "vocab"):
+        for name in ("llama3.2", "deepseek-v3"):
+            path = str(files / name / "tokenizer.json")
+            ours, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+            vocabulary = list(ref.get_vocab(with_added_tokens=False).items())
+            tokens = [token for token, _ in rng.sample(vocabulary, 10_000)]
+            added = list(ref.get_added_tokens_decoder().values())
+            contents = [rng.choice(added).content for _ in range(10_000)]
+            ids = [token_id for _, token_id in rng.sample(vocabulary, 10_000)]
+            assert each(ours.token_to_id, tokens + contents) == each(ref.token_to_id, tokens + contents)
+            out.append((f"token_to_id of vocabulary tokens {name}", partial(each, ours.token_to_id, tokens), partial(each, ref.token_to_id, tokens), None))
+            out.append((f"token_to_id of added tokens {name}", partial(each, ours.token_to_id, contents), partial(each, ref.token_to_id, contents), None))
+            out.append((f"id_to_bytes / id_to_token {name}", partial(each, ours.id_to_bytes, ids), partial(each, ref.id_to_token, ids), None))
     if only in ("", "session"):
         english = "The quick brown fox jumps over the lazy dog, and then it sleeps. " * 500
         chinese = "\u6211\u4eec\u4eca\u5929\u53bb\u516c\u56ed\u6563\u6b65\uff0c\u5929\u6c14\u5f88\u597d\u3002" * 2_000
@@ -237,7 +253,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async", "stream", "session"], default="")
+    parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async", "stream", "session", "vocab"], default="")
     args = parser.parse_args()
     print(f"CPU seconds, medians of {args.runs} interleaved runs; ratio = reference / peek2")
     print(f"  {'case':44} {'peek2':>8} {'reference':>10} {'ratio':>7}")
