@@ -27,6 +27,7 @@ from tokenizers import Tokenizer as Reference
 import peek2
 from peek2.bpe import huge_pages, merge_table, merger, piece_cache
 from peek2.tokenizer import Tokenizer
+from tests.scaling import growth
 from tests.vocabularies import byte_level_file, chars
 
 MODELS = ["llama3.1", "qwen2"]
@@ -272,13 +273,14 @@ def test_pieces_around_the_block_limit_merge_as_tokenizers(data_dir: Path, model
     heap: both must give the reference's ids, at the limit and on either side of it (the limit
     went from 256 to 2048 symbols, where block minima stay faster than the heap: a bug hunt
     measured words of 256 bytes and more at 0.67-0.85x tiktoken; then to 4096, and to 65,537
-    with a tree of minima, whose levels change at 256, 4,097 and 32,769 symbols)."""
+    with a tree of minima, whose levels change at 256, 4,097 and 32,769 symbols; then to 131,073:
+    every piece that ``long_pieces`` does not cut)."""
     path = data_dir / "tokenizers" / model / "tokenizer.json"
     ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
     limit = merger.HEAP_MIN_BYTES
     rng = random.Random(limit)
     tokens = [t for t in reference.get_vocab() if t.isalpha() and t.isascii() and t.islower()]
-    for length in (limit // 8, 255, 256, 257, 4097, 32769, limit - 1, limit, limit + 1, 2 * limit + 3):
+    for length in (limit // 8, 255, 256, 257, 4097, 32769, 65536, 65537, limit - 1, limit, limit + 1, 2 * limit + 3):
         for alphabet in ("ab", "acgt", "abcdefghijklmnopqrstuvwxyz"):
             word = "".join(rng.choice(alphabet) for _ in range(length))
             words = [word, "x" + "".join(rng.choice(tokens) for _ in range(length // 3))[: length - 1]]
@@ -287,3 +289,14 @@ def test_pieces_around_the_block_limit_merge_as_tokenizers(data_dir: Path, model
                 assert ours.encode(text, add_special_tokens=False) == reference.encode(text, add_special_tokens=False).ids, (length, text[:40])
         cjk = "".join(chr(rng.randrange(0x4E00, 0x9FA0)) for _ in range(length // 2))  # (whole characters: one symbol each)
         assert ours.encode(cjk, add_special_tokens=False) == reference.encode(cjk, add_special_tokens=False).ids, length
+
+
+@pytest.mark.parametrize("character", ["=", " ", "a", "\u00e9"])
+def test_runs_across_the_old_heap_limit_are_linear(tok: Tokenizer, character: str) -> None:
+    """A piece of 64K-128K bytes went to the heap, at 2.6x a byte what the blocks cost: 80,000
+    "=" took 15 ms where 40,000 took 2.3 and 160,000 (cut by ``long_pieces``) 9 ms, so 4x the
+    text from 30,000 cost 10-14x the time (a bug hunt saw 6.3-6.7x from 40,000). Every piece
+    up to LONG_PIECE_BYTES now merges in the blocks: about 4x."""
+    assert merger.HEAP_MIN_BYTES > merger.LONG_PIECE_BYTES
+    assert growth(lambda n: character * n, tok.encode, 30_000) < 6
+    assert growth(lambda n: character * n, tok.encode_with_offsets, 30_000) < 6

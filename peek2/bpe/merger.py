@@ -14,13 +14,14 @@ same compilation unit), in order:
    (a two- or three-byte character whose token can stand for its bytes starts as that token:
    ``peek2.bpe.whole_chars`` says when, and why the ids stay the same) and the adjacent pair of
    lowest merge rank is merged, leftmost first, until no pair merges: HuggingFace's BPE and
-   tiktoken's rule. Pieces of up to 64K symbols (fewer than ``HEAP_MIN_BYTES``) find the best
+   tiktoken's rule. Pieces of up to 128K symbols (fewer than ``HEAP_MIN_BYTES``) find the best
    pair through minima of blocks of 8 pairs, and from 256 symbols on minima of 8 of those, and
    so on up to at most 8 at the top (O(log n) a merge, branch-free, in reused arrays grown up to
-   32K symbols, a longer piece's of its own); longer ones use a heap over a linked list of symbols (n log n), so one
-   enormous piece (a million times "a") stays fast; one of more than ``LONG_PIECE_BYTES`` goes
+   32K symbols, a longer piece's of its own); a piece of more than ``LONG_PIECE_BYTES`` goes
    to ``long_pieces``, which merges it a block of 64 KB at a time where no later byte can move
-   the block's ids (bounded memory).
+   the block's ids (bounded memory), so one enormous piece (a million times "a") stays fast.
+   The heap over a linked list of symbols (n log n) is left for a piece that ``long_pieces``
+   does not take (none of a tokenizer's: a BytePairEncoder alone).
 
 The ids of a text are gathered in a native buffer and handed out as one list made at its final
 size, of shared int objects (``shared_ints``).
@@ -216,6 +217,12 @@ cache's keys and the merge table's filter and final pairs are measured here too)
   file (Llama-3.2's tokenizer.model) on one piece against tiktoken (``python
   scripts/bench_hunt_cases.py --runs 5 --only rank``): 40,000 spaces 1.04x -> 3.50x, 40,000 "ж"
   1.16x -> 3.38x, 4,000 spaces 2.27x -> 3.10x, 4,000 times "a" 1.80x -> 2.46x.
+- HEAP_MIN_BYTES went from 65,537 to 131,073 (positions 18 bits), above LONG_PIECE_BYTES: a
+  piece of 64K-128K bytes had gone to the heap whole, the only one that still did, so one run
+  of a character cost more at 80,000 than at 160,000 (cut by ``long_pieces`` into blocks).
+  Llama-3.2, ``encode``, best of 3, CPU time: 80,000 "=" 15.0 -> 4.7 ms, spaces 15.6 -> 4.8,
+  "a" 12.1 -> 4.1 (``tokenizers`` 22-26 ms; 40,000 and 160,000 unchanged, 2.0-2.4 and 7.7-9.2
+  ms); ``tests/test_merge_table.py`` checks 30,000 -> 120,000 (10-14x the time before, 4x now).
 - Pieces go to the heap when they start as more than HEAP_MIN_BYTES - 1 symbols, not bytes
   (``_merge_text`` counts them): with whole characters, a Thai word of o200k's pattern (one piece
   of 90-180 characters, 270-540 bytes) merges in the blocks, with the pair cache and the filter.
@@ -295,7 +302,7 @@ from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, Merge
 from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
 
 POS_MASK: Final = 0xFFFFFFFF
-HEAP_MIN_BYTES: Final = (1 << 16) + 1  # a LongPieces block of 64 KB merges in the blocks too
+HEAP_MIN_BYTES: Final = (1 << 17) + 1  # every piece up to LONG_PIECE_BYTES merges in the blocks
 BLOCKS_FIRST_ROOM: Final = 4096  # the symbols the block scratch holds until a longer piece comes
 BLOCKS_KEPT_ROOM: Final = 1 << 15  # ... and at most, kept from piece to piece (BytePairEncoder._room)
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
@@ -859,7 +866,7 @@ class BytePairEncoder:
             return
         while room < need:
             room *= 2
-        room = min(room, HEAP_MIN_BYTES + 63)  # (not 128K for the 65,545 that 64K symbols need)
+        room = min(room, HEAP_MIN_BYTES + 63)  # (not 256K for the 131,081 that 128K symbols need)
         if room <= BLOCKS_KEPT_ROOM:
             self.kept_scratch.grow(room)
             self.kept_values = _zeros(room)
@@ -1049,7 +1056,7 @@ def _encode_plain(
 
 BLOCK_BITS: Final = 3  # blocks of 8 pair values in _merge_blocks
 TIER_FROM: Final = 32  # from this many blocks on, _merge_symbols keeps minima of minima (levels)
-POSITION_BITS: Final = 17  # _merge_blocks tags values with positions below HEAP_MIN_BYTES
+POSITION_BITS: Final = 18  # _merge_blocks tags values with positions below HEAP_MIN_BYTES (58 bits with a merge value's 40)
 POSITION_MASK: Final = (1 << POSITION_BITS) - 1
 LEVELS_MAX: Final = 8  # levels of minima above the blocks' (5 for HEAP_MIN_BYTES symbols)
 
