@@ -18,6 +18,7 @@ HOT_MODULES = sorted(
         "peek2/bpe/merge_table.py",
         "peek2/bpe/merger.py",
         "peek2/bpe/piece_cache.py",
+        "peek2/bpe/token_prefixes.py",
         "peek2/bpe/offsets.py",
         "peek2/bpe/vocab.py",
         "peek2/bpe/whole_chars.py",

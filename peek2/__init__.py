@@ -65,6 +65,7 @@ COMPILED_MODULES = (
     "peek2.bpe.merger",
     "peek2.bpe.piece_cache",
     "peek2.bpe.offsets",
+    "peek2.bpe.token_prefixes",
     "peek2.bpe.vocab",
     "peek2.bpe.whole_chars",
     "peek2.normalize.added_tokens",

@@ -42,31 +42,31 @@ Llama-3, whose longest "=" token is 64 bytes; a handful for CJK), and a cached p
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import Callable, Final, Iterator
 
 from peek2.bpe.merger import LONG_PIECE_BYTES, BytePairEncoder
+from peek2.bpe.token_prefixes import TokenPrefixes
 
 SPLIT_TRIES: Final = 4  # boundaries tried, from the right, before giving up until the piece doubles
 ACCEPT_TRIES: Final = 64  # boundaries the caller's ``accept`` may refuse before the search gives up
 LONG_BLOCK_BYTES: Final = 1 << 16  # LongPieces: the bytes merged at a time
-SORT_RUN: Final = 1 << 15  # LongPieces.build_in_steps: tokens sorted in one step (~7 ms)
 
 
 class GrowingPiece:
     """What ``final_prefix`` needs of a tokenizer (built once, at its first long piece)."""
 
     def __init__(
-        self, engine: BytePairEncoder, vocab: dict[bytes, int], id_bytes: tuple[bytes | None, ...], tokens: list[bytes] | None = None
+        self, engine: BytePairEncoder, vocab: dict[bytes, int], id_bytes: tuple[bytes | None, ...], starts: TokenPrefixes | None = None
     ) -> None:
         self.engine: Final = engine
         self.id_bytes: Final = id_bytes
-        # To ask whether some token starts with given bytes (``tokens``: the vocabulary sorted already).
-        self.tokens: Final[list[bytes]] = sorted(vocab) if tokens is None else tokens
-        self.max_bytes: Final[int] = max([len(token) for token in vocab], default=1)
+        self.vocab: Final = vocab
+        # To ask whether some token starts with given bytes (``starts``: made already).
+        self.starts: Final[TokenPrefixes] = TokenPrefixes(vocab, id_bytes) if starts is None else starts
+        self.max_bytes: Final[int] = max(self.starts.longest, 1)
         self.pairs: Final[dict[tuple[int, int], bool]] = {}  # (left, right) -> merge(left + right) == [left, right]
         self.firsts: Final[dict[bytes, int]] = {}  # bytes -> the first token of their merge
-        self.reversed_tokens: list[bytes] = []  # each token's bytes reversed, sorted (made at first need)
+        self.ends: TokenPrefixes | None = None  # ... ends with given bytes (made at first need)
 
     def final_prefix(self, data: bytes, first: int, accept: Callable[[int], bool] | None = None) -> tuple[int, list[int]]:
         """``(s, ids)``: a boundary ``s > first`` of ``data``'s tokens, at the start of a UTF-8
@@ -186,14 +186,10 @@ class GrowingPiece:
 
     def _ends_token(self, data: bytes) -> bool:
         """Whether ``data`` is a proper suffix of some token."""
-        ends = self.reversed_tokens
-        if not ends:
-            ends = self.reversed_tokens = sorted(token[::-1] for token in self.tokens)
-        key = data[::-1]
-        k = bisect_left(ends, key)
-        if k < len(ends) and ends[k] == key:
-            k += 1
-        return k < len(ends) and ends[k].startswith(key)
+        ends = self.ends
+        if ends is None:
+            ends = self.ends = TokenPrefixes(self.vocab, self.id_bytes, reverse=True)
+        return ends.is_proper_prefix(data[::-1])
 
     def _holds(self, data: bytes, s: int, last: int, landing: int) -> bool:
         """For every landing position ``k``, the encoding of ``data[:k]`` has a boundary at ``s``."""
@@ -227,11 +223,7 @@ class GrowingPiece:
 
     def _starts_token(self, data: bytes) -> bool:
         """Whether ``data`` is a proper prefix of some token."""
-        tokens = self.tokens
-        k = bisect_left(tokens, data)
-        if k < len(tokens) and tokens[k] == data:
-            k += 1
-        return k < len(tokens) and tokens[k].startswith(data)
+        return self.starts.is_proper_prefix(data)
 
 
 class LongPieces:
@@ -249,7 +241,7 @@ class LongPieces:
         self.engine: Final = engine
         self.vocab: Final = vocab
         self.id_bytes: Final = id_bytes
-        self.growing: GrowingPiece | None = None  # made at the first long piece (sorting the vocabulary: ~0.1 s)
+        self.growing: GrowingPiece | None = None  # made at the first long piece (grouping the tokens: 3-5 ms)
 
     def growing_piece(self) -> GrowingPiece:
         growing = self.growing
@@ -258,21 +250,17 @@ class LongPieces:
         return growing
 
     def build_in_steps(self) -> Iterator[None]:
-        """Makes ``growing_piece()``, stopping after each step of a few ms, for ``peek2.serving.aio``
-        to yield to the event loop there: the vocabulary sorted ``SORT_RUN`` tokens at a time, then
-        the runs merged (one sort of Llama-3's 128K tokens is 30-45 ms, and it was done inside the
-        slice of a first ``async_encode`` whose text held a long piece; a bug hunt)."""
+        """Makes ``growing_piece()`` for ``peek2.serving.aio``, yielding to the event loop after its
+        one step of a few ms (the tokens grouped by their first two bytes, ``TokenPrefixes``). It
+        used to sort the vocabulary, 30-45 ms for Llama-3's 128K tokens, in steps of 32K tokens:
+        done inside the slice of a first ``async_encode`` whose text held a long piece, it held
+        the loop (a bug hunt)."""
         if self.growing is not None:
             return
-        tokens = list(self.vocab)
-        runs: list[bytes] = []
-        for start in range(0, len(tokens), SORT_RUN):
-            runs += sorted(tokens[start : start + SORT_RUN])
-            yield
-        runs.sort()  # (Timsort merges the sorted runs it finds: ~7 ms for Llama-3's four)
+        starts = TokenPrefixes(self.vocab, self.id_bytes)
         yield
         if self.growing is None:  # (unless another caller made it meanwhile)
-            self.growing = GrowingPiece(self.engine, self.vocab, self.id_bytes, runs)
+            self.growing = GrowingPiece(self.engine, self.vocab, self.id_bytes, starts)
 
     def block(self, data: bytes, at: int) -> tuple[int, list[int]]:
         """``BytePairEncoder.long_pieces``: ``(stop, ids)``, the ids of ``data[at:stop]``, a

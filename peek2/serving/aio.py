@@ -114,8 +114,9 @@ async def _prepare_rule3(tok: Tokenizer) -> None:
     first ``async_encode`` of a long run on a fresh tokenizer held the loop about 62 ms in that
     slice, against about 11 ms for every later call (a bug hunt). Made here for any text long
     enough to be sliced, once per tokenizer (about 50 ms of CPU in all), since which text holds
-    such a piece is only known inside a ``feed``: the vocabulary's sort in steps
-    (``LongPieces.build_in_steps``), then the scanner's probes (one step of about 13 ms).
+    such a piece is only known inside a ``feed``: the tokens grouped by their first bytes
+    (``LongPieces.build_in_steps``; the vocabulary's sort before, in steps), then the scanner's
+    probes (one step of about 13 ms).
     """
     plan = plan_of(tok)
     if plan.growing is not None:

@@ -278,7 +278,7 @@ class StreamPlan:
     def growing_piece(self) -> GrowingPiece:
         growing = self.growing
         if growing is None:
-            growing = self.growing = self.long_pieces.growing_piece()  # (the tokenizer's: one sorted vocabulary)
+            growing = self.growing = self.long_pieces.growing_piece()  # (the tokenizer's: one index of its tokens)
             seen: set[int] = set()
             probes: list[str] = []
             for char in _PROBE_ASCII:  # (first: each stands for itself)
