@@ -119,6 +119,7 @@ from peek2.serving.marks_run import MarksRun
 from peek2.pretokenize.scanner import (
     RULE_SLASH_AFTER_PUNCT,
     category,
+    first_of_each_category,
     final_boundary,
     first_surrogate,
     piece_end,
@@ -267,13 +268,15 @@ class StreamPlan:
         # (peek2.serving.marks_run asks, pair by pair).
         self.crossings: Final[dict[bytes, bool]] = {}
         self.token_blob: bytes = b""  # every token after a NUL (made at first need), searched by that module
-        self.interior_min: Final[int] = INTERIOR_MIN_TOKENS * max([len(t) for t in spec.vocab], default=1)
+        # (once: each pass over the vocabulary's 128-200K tokens costs 3-5 ms of the first stream)
+        longest: int = max([len(t) for t in spec.vocab], default=1)
+        self.interior_min: Final[int] = INTERIOR_MIN_TOKENS * longest
         # (not with NFC: a cut in the pending text sets ``cont``, and a long run of marks after it
         # then missed ``_finish_marks``, which starts at a piece boundary: merged whole each finish)
         self.interior_min_again: Final[int] = (
-            self.interior_min if self.nfc else INTERIOR_MIN_TOKENS_FINISHED_AGAIN * max([len(t) for t in spec.vocab], default=1)
+            self.interior_min if self.nfc else INTERIOR_MIN_TOKENS_FINISHED_AGAIN * longest
         )
-        self.memo_step: Final[int] = MEMO_STEP_TOKENS * max([len(t) for t in spec.vocab], default=1)
+        self.memo_step: Final[int] = MEMO_STEP_TOKENS * longest
 
     def growing_piece(self) -> GrowingPiece:
         growing = self.growing
@@ -284,13 +287,7 @@ class StreamPlan:
             for char in _PROBE_ASCII:  # (first: each stands for itself)
                 probes.append(char)
                 seen.add(category(ord(char), self.stage2))
-            for cp in range(0x80, 0x110000):
-                if 0xD800 <= cp < 0xE000:
-                    continue
-                kind = category(cp, self.stage2)
-                if kind not in seen:
-                    seen.add(kind)
-                    probes.append(chr(cp))
+            probes += first_of_each_category(self.stage2, seen)
             self.probes = probes
             # Read from a cut in the newlines of a punctuation piece (``[\r\n]*``), the scanner
             # is in ``\s*[\r\n]+``, which goes on over whitespace that a later newline follows:
