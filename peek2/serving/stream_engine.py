@@ -127,7 +127,15 @@ from peek2.pretokenize.scanner import (
     surrogate_error,
 )
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
-from peek2.normalize.nfc_late import CHANGED_NEAR_CLASS, LATE, MARK_CLASS
+from peek2.normalize.nfc_late import (
+    CHANGED_NEAR_CLASS,
+    COMPOSITES_BY_SECOND,
+    LATE,
+    MARK_CLASS,
+    STREAM_STICKY,
+    STREAM_STICKY_SECONDS,
+    STREAM_STICKY_SECONDS_AFTER_MARKS,
+)
 from peek2.normalize.added_tokens import is_word_char as _is_word_char
 
 if TYPE_CHECKING:  # (the Tokenizer reaches this module, never the other way round at import)
@@ -335,61 +343,6 @@ def plan_of(tok: Tokenizer) -> StreamPlan:
 
 # ==== NFC: where a normalization run may be cut ====
 
-_nfc_sticky_chars: list[frozenset[str]] = []
-_composites_by_second: dict[str, list[str]] = {}  # second half -> the composites NFC makes of it
-
-
-def _nfc_sticky() -> frozenset[str]:
-    """Characters that NFC may join to what comes before them (no cut is safe just before one).
-
-    A cut before ``c`` is safe when ``c`` has combining class 0, its full decomposition starts
-    with a class-0 character that is never the second character of a canonical composition, and
-    ``c`` is not such a second character either (Hangul vowel and trailing jamo included). Built once, from ``unicodedata2`` (the pinned
-    Unicode 16 data; scalars newer than the reference's 9.0 are only ever made stickier, so
-    the rule stays safe).
-    """
-    if not _nfc_sticky_chars:
-        sticky: set[str] = set()
-        made_from_marks: set[str] = set()  # second halves whose first half is itself a composite
-        composites: list[str] = []  # scalars whose decomposition starts with a class-0 scalar
-        for cp in range(0x80, 0x30000):  # above: no combining class or decomposition in Unicode 16
-            char = chr(cp)
-            if unicodedata2.combining(char):
-                sticky.add(char)
-                continue
-            decomposition: str = unicodedata2.decomposition(char)
-            if not decomposition or decomposition.startswith("<"):
-                continue
-            parts = [chr(int(p, 16)) for p in decomposition.split()]
-            if unicodedata2.combining(parts[0]):
-                sticky.add(char)
-            else:
-                composites.append(char)  # decided below, from the start of its full decomposition
-            if len(parts) == 2:
-                sticky.add(parts[1])  # may compose with what precedes it
-                if unicodedata2.normalize("NFC", parts[0] + parts[1]) == char:  # (NFC makes it: not excluded)
-                    _composites_by_second.setdefault(parts[1], []).append(char)
-                if unicodedata2.normalize("NFD", parts[0]) != parts[0]:
-                    made_from_marks.add(parts[1])
-        sticky.update(chr(cp) for cp in range(0x1161, 0x1176))  # Hangul V jamo
-        sticky.update(chr(cp) for cp in range(0x11A8, 0x11C3))  # Hangul T jamo
-        for char in composites:
-            # (U+212B ANGSTROM SIGN decomposes to U+00C5, then to "A" and a ring: a cut before it is
-            # as safe as before "A"; held as sticky, a run of them stayed pending whole)
-            if str(unicodedata2.normalize("NFD", char))[0] in sticky:
-                sticky.add(char)
-        _nfc_sticky_chars.append(frozenset(sticky))
-        # Of those, the class-0 scalars that are only ever the second half of a composition (Tamil
-        # U+0BBE, Bengali U+09D7, ...): whether one joins depends on the scalar before it alone.
-        _nfc_sticky_chars.append(
-            frozenset(c for c in sticky if not unicodedata2.combining(c) and unicodedata2.normalize("NFD", c) == c and not 0x1100 <= ord(c) < 0x1200)
-        )
-        # ... and those of them that no composite of a starter and marks can take (after a mark,
-        # the scalar before them in NFC is that mark, or such a composite: a cut is safe).
-        _nfc_sticky_chars.append(_nfc_sticky_chars[1] - made_from_marks)
-    return _nfc_sticky_chars[0]
-
-
 _mark_runs: list[re.Pattern[str]] = []
 
 
@@ -467,18 +420,18 @@ def _nfc_cut_before(raw: str, k: int, sticky: frozenset[str]) -> bool:
         if 0xAC00 <= before <= 0xD7A3 and (before - 0xAC00) % 28 == 0:
             return False
         return not (0x1161 <= before <= 0x1175 and k >= 2 and _is_l_jamo(ord(raw[k - 2])))
-    if raw[k] in _nfc_sticky_chars[2] and unicodedata2.combining(raw[k - 1]):
+    if raw[k] in STREAM_STICKY_SECONDS_AFTER_MARKS and unicodedata2.combining(raw[k - 1]):
         return True
-    if raw[k] in _nfc_sticky_chars[1] and raw[k - 1] not in sticky:
+    if raw[k] in STREAM_STICKY_SECONDS and raw[k - 1] not in sticky:
         pair = raw[k - 1 : k + 1]
         alone = str(unicodedata2.normalize("NFC", raw[k - 1]))
         return str(unicodedata2.normalize("NFC", pair)) == alone + raw[k]
-    if raw[k] in _nfc_sticky_chars[1] and raw[k - 1] in _nfc_sticky_chars[1]:
+    if raw[k] in STREAM_STICKY_SECONDS and raw[k - 1] in STREAM_STICKY_SECONDS:
         # After another such second half P, NFC of the text before the cut ends with P or with a
         # composite NFC made of P (P is a starter: it joins only the scalar just before it): the cut
         # is safe when none of those joins this one (a run of Tamil U+0BBE was held whole; a bug hunt).
         last = raw[k - 1]
-        return all(str(unicodedata2.normalize("NFC", end + raw[k])) == end + raw[k] for end in (last, *_composites_by_second.get(last, ())))
+        return all(str(unicodedata2.normalize("NFC", end + raw[k])) == end + raw[k] for end in (last, *COMPOSITES_BY_SECOND.get(last, "")))
     return False
 
 
@@ -1510,7 +1463,7 @@ class StreamEngine:
             elif plan.nfc and at < limit and (limit < end or limit == n):
                 # Cut only before a character NFC cannot join to what precedes it; at the very end,
                 # keep the last such run pending (a later combining mark or jamo may join it).
-                sticky = _nfc_sticky()
+                sticky = STREAM_STICKY  # (generated: tables/nfc.py's stream_sticky says which and why)
                 k = limit if limit < n else n - 1
                 start = k
                 memo_start, memo_k, memo_at = self.nfc_memo
