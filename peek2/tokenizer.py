@@ -565,10 +565,10 @@ class Tokenizer:
         of it is ``base + c`` of the caller's text, or ``base + source[c]`` (see ``char_spans``)."""
         if self._bytes_are_text:
             if self._token_lengths is None:
-                self._token_lengths = token_lengths(self._id_bytes)
+                self._token_lengths = token_lengths(len(self._id_bytes))
             first, spans_before = len(ids), len(offsets)
             self._engine.encode(segment, ids)
-            if char_spans(self._token_lengths, ids, first, segment, source, base, offsets):
+            if char_spans(self._token_lengths, self._id_bytes, ids, first, segment, source, base, offsets):
                 return
             del ids[first:], offsets[spans_before:]  # (never, for these vocabularies)
         where = source if source is not None else range(len(segment))
