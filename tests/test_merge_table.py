@@ -300,3 +300,28 @@ def test_runs_across_the_old_heap_limit_are_linear(tok: Tokenizer, character: st
     assert merger.HEAP_MIN_BYTES > merger.LONG_PIECE_BYTES
     assert growth(lambda n: character * n, tok.encode, 30_000) < 6
     assert growth(lambda n: character * n, tok.encode_with_offsets, 30_000) < 6
+
+
+@pytest.mark.parametrize("character", ["\u00e9", "\u4e2d", "\u0436"])
+def test_runs_of_multibyte_characters_across_the_long_piece_limit_are_linear(tok: Tokenizer, character: str) -> None:
+    """A piece of more than 131,072 characters goes to ``long_pieces``, whose blocks merged their
+    bytes one by one, where the merger starts a character whose token stands for its bytes as
+    that token: 131,073 "é" cost 2.75x 131,072, and 4x the text from 40,000 cost 8-18x the time
+    (a bug hunt). The blocks now merge whole characters too: about 4-5x."""
+    assert growth(lambda n: character * n, tok.encode, 40_000) < 6.5
+    assert growth(lambda n: character * n, tok.count, 40_000) < 6.5
+
+
+@pytest.mark.parametrize("model", ["llama3.1", "qwen2", "deepseek-v3"])
+def test_long_pieces_of_whole_characters_merge_as_tokenizers(data_dir: Path, model: str) -> None:
+    """The blocks of ``long_pieces`` (pieces of more than 131,072 characters, or of as many
+    symbols) merge whole characters as text: the reference's ids on runs of characters of 2, 3
+    and 4 bytes and random CJK, past both limits."""
+    path = data_dir / "tokenizers" / model / "tokenizer.json"
+    ours, reference = Tokenizer.from_file(path), Reference.from_file(str(path))
+    rng = random.Random(model)
+    cjk = "".join(chr(rng.randrange(0x4E00, 0x9FA0)) for _ in range(merger.LONG_PIECE_BYTES // 2))
+    for text in ("\u00e9" * (merger.LONG_PIECE_BYTES + 7), "\u4e2d\u6587" * 70_000, "\U0001f600" * 140_000, cjk, "a" + "\u00e9" * 140_000):
+        expected = reference.encode(text, add_special_tokens=False).ids
+        assert ours.encode(text, add_special_tokens=False) == expected, ascii(text[:8])
+        assert ours.count(text, add_special_tokens=False) == len(expected)
