@@ -156,7 +156,14 @@ def cases(data: Path, only: str) -> list[Case]:
             aligned._clusters.clear()
 
         lv_t = "".join(chr(0xAC00 + 28 * rng.randrange(399)) + chr(0x11A8 + rng.randrange(27)) for _ in range(10_000))  # (LV syllables, a trailing jamo after each)
-        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many, jamo, short, zalgo, lv_t):
+        # clusters longer than the memo's 32 characters: "e" and 33 marks of up to 16 classes
+        by_class: dict[int, list[str]] = {}
+        for char in marks + [chr(c) for c in range(0x64B, 0x660)]:
+            if unicodedata.combining(char):
+                by_class.setdefault(unicodedata.combining(char), []).append(char)
+        classes = sorted(by_class)[:16]
+        long_clusters = "".join("e" + "".join(rng.choice(by_class[rng.choice(classes)]) for _ in range(33)) + " " for _ in range(1_200))
+        for text in ("\u0344" * 100_000, "a" + "\u0341" * 100_000, "\u0f73" * 100_000, "a" + "\u0323\u0340" * 50_000, many, jamo, short, zalgo, lv_t, long_clusters):
             got, expected = ours.encode_with_offsets(text, add_special_tokens=False), ref.encode(text, add_special_tokens=False)
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
             out.append((

@@ -168,7 +168,9 @@ def _nfc_sorted(text: str) -> str:
 
 
 SORT_DISTINCT_MAX = 16
-"""A run of marks of at most this many distinct ones is sorted by ``str.replace`` calls."""
+"""A run of marks of at most this many distinct ones is sorted by ``str.replace`` calls ..."""
+REPLACES_PER_MARK = 4
+"""... when it holds at least this many marks per replace (its classes times its distinct marks)."""
 
 
 def _sorted_by_class(run: str) -> str:
@@ -181,7 +183,10 @@ def _sorted_by_class(run: str) -> str:
     classes = {unicodedata2.combining(char) for char in distinct}
     if len(classes) == 1:
         return run
-    if len(distinct) > SORT_DISTINCT_MAX:
+    if len(distinct) > SORT_DISTINCT_MAX or len(classes) * len(distinct) * REPLACES_PER_MARK > len(run):
+        # (a short run of many kinds: a replace per kind and class cost more than a key call per
+        # mark; 16 kinds of 14 classes in clusters of 33 marks took 45 us a cluster with offsets,
+        # 1.5x tokenizers; a bug hunt)
         return "".join(sorted(run, key=unicodedata2.combining))
     passes = []
     for klass in sorted(classes):
