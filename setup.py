@@ -15,6 +15,7 @@ from setuptools import setup
 HOT_MODULES = sorted(
     [
         "peek2/bpe/decode.py",
+        "peek2/bpe/growing_piece.py",
         "peek2/bpe/merge_table.py",
         "peek2/bpe/merger.py",
         "peek2/bpe/piece_cache.py",

@@ -61,6 +61,7 @@ __version__ = "0.1.0"
 # Modules that setup.py compiles with mypyc; __init__ stays uncompiled so this switch works.
 COMPILED_MODULES = (
     "peek2.bpe.decode",
+    "peek2.bpe.growing_piece",
     "peek2.bpe.merge_table",
     "peek2.bpe.merger",
     "peek2.bpe.piece_cache",

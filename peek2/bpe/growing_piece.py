@@ -34,7 +34,10 @@ comes (``count`` keeps none), and ``final_prefix`` on a piece of more than ``LON
 (a stream or a session fed one enormous chunk) goes through the same blocks before it searches the
 last one.
 
-Performance notes: the stream runs it only on a piece longer than ``StreamPlan.interior_min``
+Performance notes: compiled (a prompt session appending 100 characters at a time to one run,
+Llama-3.1, CPU medians of 5: 66,000 "=" 32.5 -> 24.0 ms, newlines 21.2 -> 16.6, "中" 13.0 -> 10.0,
+100,000 spaces 65.6 -> 49.9; ``tokenizers`` encodes the whole text once in 20, 20, 41 and 33 ms).
+The stream runs it only on a piece longer than ``StreamPlan.interior_min``
 characters, and again when the piece has grown by as much (or doubled, after a failed test): one
 merge of the piece, one merge of ``w[s:k]`` for each landing position (64 for a run of "=" with
 Llama-3, whose longest "=" token is 64 bytes; a handful for CJK), and a cached pair test.
