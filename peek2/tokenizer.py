@@ -47,7 +47,7 @@ from peek2.bpe.merger import BytePairEncoder, OrdinaryEncode, PlainEncode, Whole
 from peek2.bpe.piece_cache import MAX_CACHE_SIZE
 from peek2.bpe.merger import as_flag as _flag
 from peek2.bpe.offsets import char_spans, token_lengths
-from peek2.bpe.vocab import find_token_id, id_table
+from peek2.bpe.vocab import TokenToId, id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
 from peek2.formats.byte_level import to_bytes
@@ -142,7 +142,6 @@ class Tokenizer:
         id_bytes = id_table(vocab, max_id + 1)
         vocab_bytes = tuple(id_bytes)  # (the vocabulary's alone, before the added tokens)
         self._added: list[AddedToken] = list(spec.added_tokens)
-        self._added_ids: dict[str, int] | None = None  # (token_to_id's, made at its first call)
         normalize = _normalizer(spec.normalizer)
         for added in self._added:
             # The byte-level decoder maps a token's characters back to bytes when it can, else its
@@ -247,6 +246,9 @@ class Tokenizer:
         # (A subclass's own decode_bytes or _decode_table stays in charge: the method path.)
         plain_decode = type(self).decode_bytes is _OWN_DECODE_BYTES and type(self)._decode_table is _OWN_DECODE_TABLE
         self._plain_decode = PlainDecode(self._id_bytes, self) if plain_decode else None
+        self._token_to_id = TokenToId([(t.content, t.id) for t in self._added], spec.vocab, self)
+        if type(self).token_to_id is _OWN_TOKEN_TO_ID:  # (compiled, as encode: a subclass's own stays in charge)
+            self.__dict__["token_to_id"] = self._token_to_id
         if type(self).encode_ordinary is _OWN_ENCODE_ORDINARY:
             ordinary_normalize = self._normalize if self._normalizes else None
             self.__dict__["encode_ordinary"] = OrdinaryEncode(self._engine, ordinary_normalize, self._ascii_is_normal, self._prefix_space, self)
@@ -923,15 +925,9 @@ class Tokenizer:
     def token_to_id(self, token: str) -> int | None:
         """The id of an added token's content or of a byte-level vocabulary token, else None.
         Raises TypeError for what is not a str, ValueError for a lone surrogate (as ``encode``)."""
-        added_ids = self._added_ids
-        if added_ids is None:
-            # (a dict made at the first call: a loop over the added tokens took 27 us a call with
-            # DeepSeek-V3's 818, 0.003x tokenizers' token_to_id; a bug hunt. The first of a content wins.)
-            added_ids = {}
-            for added in self._added:
-                added_ids.setdefault(added.content, added.id)
-            self._added_ids = added_ids
-        return find_token_id(token, added_ids, self.spec.vocab)  # (compiled)
+        # (the added tokens in a dict made at the first call: a loop over them took 27 us a call
+        # with DeepSeek-V3's 818, 0.003x tokenizers' token_to_id; a bug hunt)
+        return self._token_to_id(token)
 
     def id_to_bytes(self, token_id: int) -> bytes:
         """The bytes of one token, a special token's too (tiktoken's ``decode_single_token_bytes``;
@@ -1033,6 +1029,7 @@ class Tokenizer:
 # The methods as the class defines them (see Tokenizer.__init__).
 _OWN_ENCODE = Tokenizer.encode
 _OWN_ENCODE_ORDINARY = Tokenizer.encode_ordinary
+_OWN_TOKEN_TO_ID = Tokenizer.token_to_id
 _OWN_DECODE_BYTES = Tokenizer.decode_bytes
 _OWN_DECODE_TABLE = Tokenizer._decode_table
 
