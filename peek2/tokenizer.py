@@ -139,7 +139,7 @@ class Tokenizer:
         _tables = _loaded.tables if _loaded is not None else None
         vocab = spec.vocab
         max_id = largest_spec_id(spec)  # (raises where an id is too large)
-        id_bytes = id_table(vocab, max_id + 1)
+        id_bytes, self._longest_token = id_table(vocab, max_id + 1)
         vocab_bytes = tuple(id_bytes)  # (the vocabulary's alone, before the added tokens)
         self._added: list[AddedToken] = list(spec.added_tokens)
         normalize = _normalizer(spec.normalizer)

@@ -86,6 +86,20 @@ def tok(request: pytest.FixtureRequest, data_dir: Path) -> Tokenizer:
     return Tokenizer.from_file(data_dir / "tokenizers" / request.param / "tokenizer.json")
 
 
+def test_the_plan_takes_the_longest_token_read_at_load(data_dir: Path) -> None:
+    """A tokenizer's first stream reads the longest token's length from the load (``id_table``),
+    not from a pass over its 128-200K tokens (4-6 ms of the first stream): the same length, and so
+    the same thresholds, as that pass."""
+    from peek2.serving.stream_engine import INTERIOR_MIN_TOKENS, MEMO_STEP_TOKENS, StreamPlan
+
+    for name in ("llama3.2", "gpt4o", "qwen3"):
+        tok = Tokenizer.from_file(data_dir / "tokenizers" / name / "tokenizer.json")
+        longest = max(len(token) for token in tok.spec.vocab)
+        assert tok._longest_token == longest, name
+        plan = StreamPlan(tok)
+        assert (plan.interior_min, plan.memo_step) == (INTERIOR_MIN_TOKENS * longest, MEMO_STEP_TOKENS * longest), name
+
+
 # ==== Encoding: chunk invariance ====
 
 seeds = st.integers(min_value=0, max_value=2**64 - 1)

@@ -276,8 +276,9 @@ class StreamPlan:
         # (peek2.serving.marks_run asks, pair by pair).
         self.crossings: Final[dict[bytes, bool]] = {}
         self.token_blob: bytes = b""  # every token after a NUL (made at first need), searched by that module
-        # (once: each pass over the vocabulary's 128-200K tokens costs 3-5 ms of the first stream)
-        longest: int = max([len(t) for t in spec.vocab], default=1)
+        # (the tokenizer's, read at its load: a pass over the vocabulary's 128-200K tokens cost
+        # 4-6 ms of the first stream)
+        longest: int = max(tok._longest_token, 1)
         self.interior_min: Final[int] = INTERIOR_MIN_TOKENS * longest
         # (not with NFC: a cut in the pending text sets ``cont``, and a long run of marks after it
         # then missed ``_finish_marks``, which starts at a piece boundary: merged whole each finish)
