@@ -712,6 +712,32 @@ def test_stream_decoder_as_decode_stream(llama: tuple[Tokenizer, tokenizers.Toke
             tok.stream_decoder().feed(bad)  # type: ignore[arg-type]
 
 
+def test_skipped_special_tokens_low_and_high_in_every_decode_path(data_dir: Path) -> None:
+    """Decode leaves skipped special tokens out through a mask beside the table of each id's bytes
+    (``Tokenizer._skip_mask``), not a copy of the table made at the first decode (3 ms of it for
+    128-200K ids). Special tokens whose ids are low (a vocabulary token made special) and high
+    (Llama-3's), in every decode path, against tokenizers."""
+    import numpy as np
+    from tokenizers.decoders import DecodeStream
+
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    ref = tokenizers.Tokenizer.from_file(str(path))
+    ref.add_special_tokens(["hello", "!"])  # (vocabulary tokens: their ids are low, 15339 and 0)
+    tok = Tokenizer.from_str(ref.to_str())
+    ids = ref.encode("hello, world! <|eot_id|> hello again!!").ids
+    first, mask = tok._skip_mask()
+    assert first == 0 and {i for i in range(len(mask)) if mask[i]} == tok._skipped_ids() >= {0, 15339, 128009}
+    for skip in (True, False):
+        expected = ref.decode(ids, skip_special_tokens=skip)
+        for form in (list, tuple, np.array, lambda v: [np.int64(i) for i in v]):
+            assert tok.decode(form(ids), skip_special_tokens=skip) == expected
+        assert tok.decode_bytes(ids, skip).decode() == expected
+        assert tok.decode_batch([ids, ids[:3], []], skip_special_tokens=skip) == [expected, ref.decode(ids[:3], skip_special_tokens=skip), ""]
+        stream, decoder = DecodeStream(skip_special_tokens=skip), tok.stream_decoder(skip_special_tokens=skip)
+        steps = "".join(piece for piece in (stream.step(ref, i) for i in ids) if piece)
+        assert "".join(decoder.feed(i) for i in ids) + decoder.finish() == steps
+
+
 def test_async_encode_of_one_enormous_piece_keeps_the_loop_free(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
     """Item 4: await tok.async_encode("=" * 5_000_000) held the event loop 1.8-3.0 s in one slice.
     A run the stream cuts (rule 3) is sliced like any text; one it cannot cut (a newline, then

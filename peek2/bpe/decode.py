@@ -18,9 +18,11 @@ from librt.strings import BytesWriter
 from mypy_extensions import i64
 
 
-def ids_bytes(table: tuple[bytes | None, ...], ids: list[object]) -> bytes | None:
-    """The bytes of ``ids`` through ``table``; None when one is not a Python int naming a token
-    (the caller then converts other integer types, or names the wrong id)."""
+def ids_bytes(table: tuple[bytes | None, ...], ids: list[object], first: i64, mask: bytes) -> bytes | None:
+    """The bytes of ``ids`` through ``table``, leaving out the ids from ``first`` on whose byte in
+    ``mask`` (at ``id - first``) is 1 (skipped special tokens: ``Tokenizer._skip_mask``); None when
+    one is not a Python int naming a token (the caller then converts other integer types, or names
+    the wrong id)."""
     out = BytesWriter()
     size: i64 = len(table)
     for item in ids:
@@ -31,17 +33,18 @@ def ids_bytes(table: tuple[bytes | None, ...], ids: list[object]) -> bytes | Non
         data = table[item]
         if data is None:
             return None
-        out.write(data)
+        if item < first or mask[item - first] == 0:
+            out.write(data)
     return out.getvalue()
 
 
-def ids_texts(table: tuple[bytes | None, ...], batch: list[object]) -> list[str | None]:
+def ids_texts(table: tuple[bytes | None, ...], batch: list[object], first: i64, mask: bytes) -> list[str | None]:
     """``ids_bytes`` of each list of ``batch``, decoded as UTF-8 with U+FFFD for what is not;
     None where a document is not a list or ``ids_bytes`` gives None (the caller decodes those)."""
     texts: list[str | None] = []
     for ids in batch:
         if isinstance(ids, list):
-            data = ids_bytes(table, ids)
+            data = ids_bytes(table, ids, first, mask)
             texts.append(data.decode("utf-8", "replace") if data is not None else None)
         else:
             texts.append(None)
@@ -63,7 +66,8 @@ class PlainDecode:
 
     def __init__(self, table: tuple[bytes | None, ...], owner: Any) -> None:
         self.table: Final = table  # each id's bytes (None: no token)
-        self.skipping: tuple[bytes | None, ...] | None = None  # the same, special tokens empty (the owner makes it)
+        self.size: Final[i64] = len(table)
+        self.skipping: tuple[int, bytes] | None = None  # the owner's ``_skip_mask`` (asked at the first decode that skips)
         self.owner: Final = owner  # the tokenizer
 
     def __call__(self, ids: object, skip_special_tokens: object) -> str:
@@ -71,10 +75,15 @@ class PlainDecode:
         if skip is not True and skip is not False and type(skip).__module__ == "numpy" and type(skip).__name__ in ("bool", "bool_"):
             skip = bool(skip)
         table: tuple[bytes | None, ...] | None = None
+        first: i64 = self.size
+        mask = b""
         if skip is True:
-            table = self.skipping
-            if table is None:
-                table = self.skipping = self.owner._decode_table(True)
+            skipping = self.skipping
+            if skipping is None:
+                skipping = self.skipping = self.owner._skip_mask()
+            first = skipping[0]
+            mask = skipping[1]
+            table = self.table
         elif skip is False:
             table = self.table
         values: list[object] | None = None
@@ -89,9 +98,9 @@ class PlainDecode:
                 values = getattr(ids, "tolist")()
         if table is not None and values is not None:
             try:
-                data = ids_bytes(table, values)
+                data = ids_bytes(table, values, first, mask)
                 if data is None:  # (NumPy integers, bools: each by its __index__; anything else is named by the method)
-                    data = ids_bytes(table, [operator.index(value) for value in values])  # type: ignore[arg-type]
+                    data = ids_bytes(table, [operator.index(value) for value in values], first, mask)  # type: ignore[arg-type]
             except (ValueError, OverflowError, TypeError):  # (an int past 64 bits, a float: named by the method)
                 data = None
             if data is not None:

@@ -237,7 +237,9 @@ class StreamDecoder(Branchable):
     def __init__(self, tokenizer: Tokenizer, skip_special_tokens: bool = False, *, prefill: Iterable[int] = ()) -> None:
         self._tok = tokenizer
         self._skip = as_flag(skip_special_tokens, "skip_special_tokens")
-        self._table = tokenizer._decode_table(self._skip)  # special tokens empty when skipped
+        self._table = tokenizer._id_bytes
+        # Special tokens left out when skipped: from id ``_first`` on, where ``_mask`` says so.
+        self._first, self._mask = tokenizer._skip_mask() if self._skip else (len(self._table), b"")
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         if isinstance(prefill, (str, bytes)) or not isinstance(prefill, Iterable):
             raise TypeError(f"prefill must be a sequence of int, not {type(prefill).__name__}")
@@ -291,4 +293,6 @@ class StreamDecoder(Branchable):
             # decode raises its own error for the id, out of range or a gap in the ids (one message
             # here called a gap out of the range; a bug hunt)
             return self._tok.decode_bytes([token_id], self._skip)
+        if token_id >= self._first and self._mask[token_id - self._first]:
+            return b""
         return data
