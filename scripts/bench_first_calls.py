@@ -15,7 +15,6 @@ default), ``encode_batch`` (4 texts), a ``stream_encoder`` fed 100 characters at
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_encode import TOKENIZERS  # noqa: E402
+from timing import START_UP_MODELS, start_up_arguments  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,15 +83,11 @@ def first_call(path: Path, engine: str, call: str, env: dict[str, str]) -> float
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", action="append", help="folders under --tokenizers (default: llama3.2, qwen3, gpt4o)")
-    parser.add_argument("--tokenizers", type=Path, default=TOKENIZERS)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = start_up_arguments(__doc__).parse_args()
     with tempfile.TemporaryDirectory(prefix="peek2-bench-first-") as directory:
         env = dict(os.environ, PEEK2_CACHE_DIR=directory)
         print(f"first call in a new process after the load, ms, median of {args.runs} processes")
-        for model in args.model or ["llama3.2", "qwen3", "gpt4o"]:
+        for model in args.model or START_UP_MODELS:
             path = args.tokenizers / model / "tokenizer.json"
             first_call(path, "peek2", "encode", env)  # (fills the load cache)
             theirs = {call: statistics.median(first_call(path, "tokenizers", call, env) for _ in range(args.runs)) for call in TOKENIZERS_CALLS}

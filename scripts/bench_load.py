@@ -12,7 +12,6 @@ that NFC changes (what a new process pays on its first request).
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -24,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_encode import TOKENIZERS  # noqa: E402
+from timing import START_UP_MODELS, start_up_arguments  # noqa: E402
 
 from peek2 import Tokenizer  # noqa: E402
 from peek2.bpe import huge_pages  # noqa: E402
@@ -44,11 +43,7 @@ def seconds(run: Callable[[], object]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", action="append", help="folders under --tokenizers (default: llama3.2, qwen3, gpt4o)")
-    parser.add_argument("--tokenizers", type=Path, default=TOKENIZERS)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    args = start_up_arguments(__doc__).parse_args()
     from tokenizers import Tokenizer as Reference
 
     directory = tempfile.mkdtemp(prefix="peek2-bench-load-")
@@ -56,7 +51,7 @@ def main() -> int:
     try:
         print(f"median of {args.runs} interleaved loads, seconds (ratio: tokenizers' time / this time)")
         print(f"  {'model':10} {'tokenizers':>10} {'no cache':>16} {'first load':>16} {'cached':>16}")
-        for model in args.model or ["llama3.2", "qwen3", "gpt4o"]:
+        for model in args.model or START_UP_MODELS:
             path = args.tokenizers / model / "tokenizer.json"
 
             def uncached() -> object:
@@ -85,7 +80,7 @@ def main() -> int:
             cells = [f"{median[name]:.3f} ({median['tokenizers'] / median[name]:.2f}x)" for name in ("no cache", "first load", "cached")]
             print(f"  {model:10} {median['tokenizers']:10.3f} " + " ".join(f"{c:>16}" for c in cells))
         text = "Cafe\u0301 co\u0301digo " * 100
-        for model in args.model or ["llama3.2", "qwen3", "gpt4o"]:
+        for model in args.model or START_UP_MODELS:
             tok = Tokenizer.from_file(args.tokenizers / model / "tokenizer.json")
             print(f"first encode_with_offsets after load, {model}: {seconds(lambda: tok.encode_with_offsets(text)) * 1000:.1f} ms, "
                   f"second: {seconds(lambda: tok.encode_with_offsets(text)) * 1000:.1f} ms")

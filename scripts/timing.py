@@ -55,6 +55,21 @@ def model_arguments(doc: str, model: str, runs: int, corpora: Sequence[str]) -> 
     return parser
 
 
+def start_up_arguments(doc: str) -> argparse.ArgumentParser:
+    """The options of the start-up benchmarks: --model (repeated; default llama3.2, qwen3, gpt4o),
+    --tokenizers, --runs."""
+    from corpora import DEFAULT_DATA
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--model", action="append", help="folders under --tokenizers (default: llama3.2, qwen3, gpt4o)")
+    parser.add_argument("--tokenizers", type=Path, default=DEFAULT_DATA.parent / "tokenizers")
+    parser.add_argument("--runs", type=int, default=5)
+    return parser
+
+
+START_UP_MODELS = ["llama3.2", "qwen3", "gpt4o"]
+
+
 def describe(args: argparse.Namespace) -> str:
     """The first line of a benchmark's report: the machine, the build and the run."""
     import peek2
