@@ -206,6 +206,28 @@ def test_tokens_added_at_run_time_keep_their_live_ids(data_dir: Path, patched_tr
     assert patched.decode(expected) == reference.decode(expected)
 
 
+@pytest.mark.parametrize("model", ["qwen3", "llama3.1", "gpt4o"])
+def test_a_special_token_added_again_as_a_normal_one_takes_the_backend_path(data_dir: Path, patched_transformers: None, model: str) -> None:
+    """A bug hunt (stop 59): "ar" added as a special token, then as a normal one, stays special in
+    the live backend (``split_special_tokens=True`` never matches it) while its saved JSON, which
+    peek2 reads, calls it normal: the patched plain call matched "ar" inside "start" (Qwen3
+    [267, 277, 83] instead of [2468]). Such a tokenizer now takes the backend's path; the usual
+    re-adds (transformers' own at every load, the eos token made the pad token) keep the fast one."""
+    folder = str(data_dir / "tokenizers" / model)
+    reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    assert transformers_patch._engine(patched) is not None
+    for tok in (reference, patched):
+        tok.add_special_tokens({"pad_token": tok.eos_token})
+    assert transformers_patch._engine(patched) is not None
+    for tok in (reference, patched):
+        tok.add_special_tokens({"additional_special_tokens": ["ar"]})
+        tok.add_tokens(["ar"])
+    for text in ("start", ["start", "a car ar", "ar"]):
+        for split in (True, False):
+            expected = unpatched(reference, text, split_special_tokens=split)["input_ids"]
+            assert patched(text, split_special_tokens=split)["input_ids"] == expected, (text, split)
+
+
 def test_tokens_added_after_a_truncating_call_keep_the_fast_path(data_dir: Path, patched_transformers: None) -> None:
     """A bug hunt: tokens added after a call with ``truncation=True`` (which leaves truncation set
     on the backend) rebuilt the standalone tokenizer from JSON holding that truncation, which it

@@ -53,6 +53,7 @@ _EPOCH = [0]  # one more at each patch_transformers: tokens may have been added 
 # of the result: the patched _encode_plus then takes the backend's path.
 _NEEDS_ENCODINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("peek2_needs_encodings", default=False)
 _ADDED = "_peek2_added"  # on the backend: how many times tokens were added through a patched wrapper
+_READDED = "_peek2_readded"  # on the backend: an added token's content was added again (see _add_tokens)
 
 # Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
 _PLAIN = {
@@ -128,12 +129,20 @@ def patch_transformers() -> None:
             _NEEDS_ENCODINGS.reset(token)
 
     def _add_tokens(self: Any, new_tokens: Any, special_tokens: bool = False) -> Any:
+        backend = getattr(self, "_tokenizer", None)
+        if backend is not None and not backend.__dict__.get(_READDED) and _special_added_as_normal(backend, new_tokens, special_tokens):
+            # tokenizers keeps a special token's content added again as a normal token in its set
+            # of special tokens, while its saved form (which peek2 reads) calls it normal: "ar"
+            # added as special, then as a token, and ``tok("start", split_special_tokens=True)``
+            # matched "ar" inside "start" (a bug hunt). Such a backend takes its own path from then
+            # on. (Added again as special, as transformers does at every load and as the eos token
+            # made the pad token is, or a normal token made special: live and saved forms agree.)
+            backend.__dict__[_READDED] = True
         try:
             return original_add_tokens(self, new_tokens, special_tokens)
         finally:
             # A new fingerprint for every wrapper of this backend (copy.copy shares it): rebuilt
             # at their next call. Counted after the add, so no engine is kept without the tokens.
-            backend = getattr(self, "_tokenizer", None)
             if backend is not None:
                 backend.__dict__[_ADDED] = backend.__dict__.get(_ADDED, 0) + 1
 
@@ -174,9 +183,27 @@ def _fingerprint(backend: Any) -> tuple[int, int, bytes]:
     return _EPOCH[0], backend.__dict__.get(_ADDED, 0), post.__getstate__() if post is not None else b""
 
 
+def _special_added_as_normal(backend: Any, new_tokens: Any, special_tokens: bool) -> bool:
+    """Whether ``new_tokens`` (str or ``AddedToken``, or one of them) adds a special token of
+    ``backend`` again as a normal one: a str where ``special_tokens`` is false, an ``AddedToken``
+    whose own ``special`` is (transformers adds its special tokens again at every load, as
+    ``AddedToken(special=True)`` with ``special_tokens=False``)."""
+    tokens = new_tokens if isinstance(new_tokens, (list, tuple)) else [new_tokens]
+    normal: set[str] = set()
+    for token in tokens:
+        if isinstance(token, str):
+            if not special_tokens:
+                normal.add(token)
+        elif isinstance(getattr(token, "content", None), str) and not getattr(token, "special", True):
+            normal.add(token.content)
+    return bool(normal) and any(token.special and token.content in normal for token in backend.get_added_tokens_decoder().values())
+
+
 def _engine(self: Any) -> Tokenizer | None:
     """The peek2 Tokenizer standing for this transformers tokenizer, or None when unsupported."""
     backend = self._tokenizer
+    if backend.__dict__.get(_READDED):
+        return None
     fingerprint = _fingerprint(backend)
     state = _STATE.get(self)
     if state is not None and state[0] == fingerprint:
