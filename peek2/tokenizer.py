@@ -142,6 +142,9 @@ class Tokenizer:
         id_bytes, self._longest_token = id_table(vocab, max_id + 1)
         vocab_bytes = tuple(id_bytes)  # (the vocabulary's alone, before the added tokens)
         self._added: list[AddedToken] = list(spec.added_tokens)
+        # Added tokens whose id is also a vocabulary token's: their contents by id (trim_offsets
+        # tells a match of the added token from the vocabulary token by the text it spans).
+        self._shared_ids: dict[int, list[str]] = {}
         normalize = _normalizer(spec.normalizer)
         for added in self._added:
             # The byte-level decoder maps a token's characters back to bytes when it can, else its
@@ -162,6 +165,8 @@ class Tokenizer:
                 # (a tiktoken special token given a rank's id decoded that rank as itself; a bug
                 # hunt. Two added tokens may share an id: o200k_harmony's reserved and named ones.)
                 raise TokenizerFormatError(f"{spec.source}: added token {added.content!r} has id {added.id}, the id of the token {held!r}")
+            if held is not None:
+                self._shared_ids.setdefault(added.id, []).append(added.content)
             id_bytes[added.id] = data
         for token_id in (*spec.prefix_ids, *spec.suffix_ids):
             if id_bytes[token_id] is None:  # (a post-processor's id of no token: decoded as nothing, as tokenizers does)
@@ -540,8 +545,12 @@ class Tokenizer:
         one starting at 0."""
         steps = ((self.spec.trim_offsets[1], False), *self.spec.trim_again)
         added = {token.id for token in self._added}
+        shared = self._shared_ids
         for k in range(first, len(ids)):
-            if ids[k] in added:
+            # (An id an added token shares with a vocabulary token is the vocabulary token where
+            # the merger made it: GPT-2's "\t" is token 197, "ĉ", which a file may also add; its
+            # tab was trimmed as an added token's whitespace. A bug hunt.)
+            if ids[k] in added and (ids[k] not in shared or any(c in text[offsets[k][0] : offsets[k][1]] for c in shared[ids[k]])):
                 content = text[offsets[k][0] : offsets[k][1]]
                 leading = len(content) - len(content.lstrip(_TRIMMED))
                 trailing = len(content) - len(content.rstrip(_TRIMMED))

@@ -319,6 +319,35 @@ def test_roberta_processing_as_tokenizers(data_dir: Path, tmp_path: Path, trim_o
         peek2.Tokenizer.from_file(path)
 
 
+@pytest.mark.parametrize("add_prefix_space", [False, True])
+def test_trimmed_offsets_of_vocabulary_tokens_an_added_token_shares(data_dir: Path, tmp_path: Path, add_prefix_space: bool) -> None:
+    """A bug hunt (stop 59): added tokens whose content is a vocabulary token's byte-level spelling
+    ("ĉ" is GPT-2's token 197, a tab; "Ġ" its 220, a space) share its id, and trim_offsets took
+    every token of that id for the added token: the tab of "def f():\n\treturn 1" spanned (10, 10)
+    where tokenizers gives (9, 10), and a prefix space (0, 1) for (1, 1)."""
+    from tokenizers import Tokenizer as Reference
+    from tokenizers import decoders, models, processors
+
+    folder = data_dir / "tokenizers" / "gpt2"
+    reference = Reference(models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=add_prefix_space)
+    reference.decoder = decoders.ByteLevel()
+    reference.add_special_tokens(["<s>", "</s>"])
+    reference.post_processor = processors.RobertaProcessing(("</s>", 50258), ("<s>", 50257), add_prefix_space=add_prefix_space)
+    reference.add_tokens(["\u010a\u010a", "\u0109", "\u0120", "a\u0109b"])  # ("ĊĊ" 628, "ĉ" 197, "Ġ" 220: vocabulary tokens)
+    path = tmp_path / "tokenizer.json"
+    reference.save(str(path))
+    reference = Reference.from_file(str(path))
+    tok = peek2.Tokenizer.from_file(path)
+    rng = random.Random(11)
+    texts = ["def f():\n\treturn 1", "x\n\ny", "\x1c", " \t x", "\t", "a\u0109b \u0109 \u0120 x", "\u0120\t\u0120"]
+    for text in texts + [atoms_text(rng) for _ in range(100)]:
+        for add in (True, False):
+            expected = reference.encode(text, add_special_tokens=add)
+            got = tok.encode_with_offsets(text, add)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets), (add, ascii(text[:60]))
+
+
 def test_two_special_tokens_of_one_id_decode_as_the_first(data_dir: Path) -> None:
     """A bug hunt: from_gpt2_files decoded the id of ``{"<a>": 50257, "<b>": 50257}`` as "<b>",
     where from_tiktoken decodes the first name given, as tiktoken's own o200k_harmony needs (its
