@@ -545,6 +545,15 @@ class Tokenizer:
         one starting at 0."""
         steps = ((self.spec.trim_offsets[1], False), *self.spec.trim_again)
         added = {token.id for token in self._added}
+        # A normalized token's spaces are counted in the text it matched after normalization (the
+        # whitespace its lstrip or rstrip took, then its content), as tokenizers counts them, and
+        # taken off its span in the raw text: NFC makes "G" + U+0307 the byte-level space "Ġ", and
+        # the raw span of "<t>Ġ" in "a<t>G\u0307" is "<t>G" (a bug hunt).
+        normalized: dict[int, str] = {}
+        if self._normalizes:
+            for token in self._added:
+                if token.normalized:
+                    normalized.setdefault(token.id, token.content)
         shared = self._shared_ids
         for k in range(first, len(ids)):
             # (An id an added token shares with a vocabulary token is the vocabulary token where
@@ -552,6 +561,9 @@ class Tokenizer:
             # tab was trimmed as an added token's whitespace. A bug hunt.)
             if ids[k] in added and (ids[k] not in shared or any(c in text[offsets[k][0] : offsets[k][1]] for c in shared[ids[k]])):
                 content = text[offsets[k][0] : offsets[k][1]]
+                token_content = normalized.get(ids[k])
+                if token_content is not None:
+                    content = _as_matched(content, token_content)
                 leading = len(content) - len(content.lstrip(_TRIMMED))
                 trailing = len(content) - len(content.rstrip(_TRIMMED))
             else:
@@ -1054,6 +1066,19 @@ _OWN_DECODE_BYTES = Tokenizer.decode_bytes
 _TRIMMED = "\u0120" + "".join(sorted(WHITESPACE))
 """What ``trim_offsets`` trims off an added token's content: the byte-level space ``Ġ`` and what Rust's
 ``char::is_whitespace`` calls whitespace."""
+
+
+def _as_matched(span: str, content: str) -> str:
+    """The normalized text a normalized added token matched, from its raw ``span``: the whitespace
+    its lstrip and rstrip took (raw whitespace, which NFC leaves as it is) around its content. A
+    content that itself begins or ends with whitespace keeps the raw span: a token before it may
+    have taken that whitespace (an rstrip token), and tokenizers then counts the rest."""
+    spaces = _TRIMMED[1:]
+    if content[:1] in spaces or content[-1:] in spaces or not content:
+        return span
+    before = len(span) - len(span.lstrip(spaces))
+    after = len(span) - len(span.rstrip(spaces))
+    return span[:before] + content + span[len(span) - after :]
 
 
 def _special_tokens(special_tokens: object) -> dict[str, int] | None:

@@ -348,6 +348,34 @@ def test_trimmed_offsets_of_vocabulary_tokens_an_added_token_shares(data_dir: Pa
             assert (got.ids, got.offsets) == (expected.ids, expected.offsets), (add, ascii(text[:60]))
 
 
+def test_trimmed_offsets_of_normalized_tokens_count_their_normalized_spaces(data_dir: Path, tmp_path: Path) -> None:
+    """A bug hunt (stop 59): with NFC, "G" + U+0307 is the byte-level space "Ġ". A normalized added
+    token that starts or ends with it has its spaces counted in the text it matched after
+    normalization, as tokenizers counts them, and taken off its raw span: "<t>Ġ" in "a<t>G\u0307"
+    spans (1, 4), where its raw span "<t>G" showed no space ((1, 5) before)."""
+    from tokenizers import AddedToken, decoders, models, normalizers, processors
+    from tokenizers import Tokenizer as Reference
+
+    folder = data_dir / "tokenizers" / "gpt2"
+    reference = Reference(models.BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    reference.normalizer = normalizers.NFC()
+    reference.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    reference.decoder = decoders.ByteLevel()
+    reference.post_processor = processors.ByteLevel(trim_offsets=True)
+    reference.add_tokens(["<t>\u0120", "\u0120<u>", AddedToken("<m>", lstrip=True, rstrip=True), AddedToken(" <w> ", lstrip=True)])
+    path = tmp_path / "tokenizer.json"
+    reference.save(str(path))
+    reference = Reference.from_file(str(path))
+    tok = peek2.Tokenizer.from_file(path)
+    rng = random.Random(13)
+    pieces = ["<t>G\u0307", "G\u0307<u>", "<t>\u0120", "\u0120<u>", " <m> ", "\u3000<m>\t", " <w> ", "  <w>  ", "e\u0301", "G", "\u0307", " ", "x"]
+    texts = ["a<t>G\u0307", "aG\u0307<u>", "a<t>\u0120 b", " <t>G\u0307 G\u0307<u> "] + ["".join(rng.choice(pieces) for _ in range(8)) for _ in range(300)]
+    for text in texts:
+        expected = reference.encode(text)
+        got = tok.encode_with_offsets(text)
+        assert (got.ids, got.offsets) == (expected.ids, expected.offsets), ascii(text)
+
+
 def test_two_special_tokens_of_one_id_decode_as_the_first(data_dir: Path) -> None:
     """A bug hunt: from_gpt2_files decoded the id of ``{"<a>": 50257, "<b>": 50257}`` as "<b>",
     where from_tiktoken decodes the first name given, as tiktoken's own o200k_harmony needs (its
