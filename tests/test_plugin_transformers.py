@@ -41,6 +41,11 @@ def unpatched(tok: Any, *args: Any, **kwargs: Any) -> Any:
             peek2.patch_transformers()
 
 
+def took_the_standalone_path(result: Any) -> bool:
+    """Whether a call's result was made by peek2's standalone engine (its encodings made when read)."""
+    return type(result) is transformers_patch._plain_result_class()
+
+
 @pytest.fixture(scope="module")
 def texts(data_dir: Path) -> list[str]:
     by_language: dict[str, list[str]] = {}
@@ -80,10 +85,13 @@ def test_call_without_offsets_is_the_standalone_engine(pair: tuple[Any, Any], te
     expected = unpatched(reference, texts)
     expected_plain = unpatched(reference, texts, add_special_tokens=False, split_special_tokens=True)
     got = patched(texts)
-    assert got.encodings is None  # the standalone path was taken
+    assert took_the_standalone_path(got)
     assert dict(got) == dict(expected)
-    # made without BatchEncoding.__init__: the same object as BatchEncoding(data) makes
-    assert type(got) is type(expected) and vars(got) == vars(type(expected)(dict(got)))
+    # made without BatchEncoding.__init__: the attributes BatchEncoding(data) gives, and what the
+    # encodings are made from when first read
+    assert isinstance(got, type(expected)) and got.__dict__.keys() == vars(type(expected)(dict(got))).keys() - {"_encodings"} | {
+        transformers_patch._PENDING
+    }
     assert dict(patched(texts, add_special_tokens=False, split_special_tokens=True)) == dict(expected_plain)
     assert patched.encode(texts[0]) == expected["input_ids"][0]
     assert dict(patched(texts[1])) == {key: value[1] for key, value in expected.items()}
@@ -171,7 +179,7 @@ def test_unsupported_tokenizers_are_left_alone(data_dir: Path, tmp_path: Path, p
     patched = AutoTokenizer.from_pretrained(folder)
     text = "Hello world 12345 \u4f60\u597d"
     got = patched(text)
-    assert got.encodings is not None  # transformers' own path
+    assert not took_the_standalone_path(got)  # transformers' own path
     assert dict(got) == dict(unpatched(reference, text))
     assert patched_family(patched.backend_tokenizer) is None
 
@@ -187,6 +195,44 @@ def test_tokenize_works_while_patched(data_dir: Path, patched_transformers: None
             expected = reference.tokenize(text), reference.tokenize(text, "a pair", add_special_tokens=True)
             peek2.patch_transformers()
             assert (patched.tokenize(text), patched.tokenize(text, "a pair", add_special_tokens=True)) == expected
+
+
+def test_plain_results_answer_tokens_word_ids_and_offsets(pair: tuple[Any, Any], texts: list[str]) -> None:
+    """A bug hunt: a plain call's result (peek2's standalone engine) had no ``encodings``:
+    ``.tokens()``, ``.word_ids()``, ``.char_to_token()`` and ``result[0]`` raised "not available
+    when using Python based tokenizers", ``is_fast`` was False and ``n_sequences`` None, where
+    transformers' own path answers them. They are the backend's, made when first read."""
+    reference, patched = pair
+    sample = texts[::7] + texts[-3:]
+    options = [{}, {"add_special_tokens": False, "split_special_tokens": True}]
+    for kwargs in options:
+        expected = unpatched(reference, sample, **kwargs)
+        got = patched(sample, **kwargs)
+        assert took_the_standalone_path(got) and got.is_fast and got.n_sequences == expected.n_sequences == 1
+        for row, text in enumerate(sample):
+            assert got.tokens(row) == expected.tokens(row)
+            assert got.word_ids(row) == expected.word_ids(row) and got.sequence_ids(row) == expected.sequence_ids(row)
+            assert got[row].offsets == expected[row].offsets and got[row].ids == expected["input_ids"][row]
+            assert [got.char_to_token(row, i) for i in range(len(text))] == [expected.char_to_token(row, i) for i in range(len(text))]
+        one, one_expected = patched(sample[-2], **kwargs), unpatched(reference, sample[-2], **kwargs)
+        assert one.tokens() == one_expected.tokens() and one.word_ids() == one_expected.word_ids() and one.n_sequences == 1
+    # pickled and deep-copied as transformers' own BatchEncoding, encodings included
+    got, expected = patched(sample[:3]), unpatched(reference, sample[:3])
+    for clone in (pickle.loads(pickle.dumps(got)), copy.deepcopy(got)):
+        assert type(clone) is type(expected) and dict(clone) == dict(expected) and clone.tokens(2) == expected.tokens(2)
+    # the texts as they were at the call, and the backend's truncation and padding left as they were
+    batch = list(sample[:2])
+    got = patched(batch)
+    batch[0] = "changed"
+    patched.backend_tokenizer.enable_truncation(max_length=3)
+    assert got.tokens(0) == expected.tokens(0) and patched.backend_tokenizer.truncation["max_length"] == 3
+    patched.backend_tokenizer.no_truncation()
+    # a tokenizer changed since the call: an error, never encodings of other ids
+    changed = AutoTokenizer.from_pretrained(patched.name_or_path)  # (the module's pair stays as loaded)
+    got = changed("Hello world")
+    changed.add_tokens(["world"])
+    with pytest.raises(RuntimeError, match="changed since this call"):
+        got.tokens()
 
 
 def test_tokens_added_at_run_time_keep_their_live_ids(data_dir: Path, patched_transformers: None) -> None:
@@ -267,7 +313,7 @@ def test_custom_components_are_left_alone(data_dir: Path, patched_transformers: 
             tok.backend_tokenizer.normalizer = normalizers.Normalizer.custom(_SameNormalizer())
     for text in ("Hello world", ["a b", "c"]):
         got = patched(text)
-        assert got.encodings is not None  # transformers' own path
+        assert not took_the_standalone_path(got)  # transformers' own path
         assert dict(got) == dict(unpatched(reference, text))
     peek2.unpatch_transformers()
     expected = reference.tokenize("Hello world")

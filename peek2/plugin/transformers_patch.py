@@ -20,8 +20,8 @@ Two integration points, chosen by what a call asks for:
 
 Tokenizers whose pipeline peek2 does not implement (or with a custom Python normalizer or
 decoder, which cannot be saved to JSON) are left alone. The result of a plain
-call is a ``BatchEncoding`` without ``encodings`` (``.tokens()``/``.word_ids()`` need a
-call with ``return_offsets_mapping=True``, which takes the backend path). The standalone
+call makes its ``encodings`` when first read (``.tokens()``, ``.word_ids()``, ...): the
+backend encodes the call's texts then, as transformers' own path would have. The standalone
 tokenizer is rebuilt when tokens are added through the transformers tokenizer
 (``add_tokens``, ``add_special_tokens``; or a copy sharing its backend), after
 ``patch_transformers()`` again, or when its post-processor changes (``add_bos_token =
@@ -290,28 +290,111 @@ def _names() -> tuple[Any, Any, Any]:
     return _NAMES
 
 
+_PENDING = "_peek2_pending"  # on a plain call's result: what its encodings are made from, until they are
+_MADE = "_peek2_encodings"  # on a plain call's result: its encodings, once made
+_PLAIN_RESULT: list[Any] = []  # [the BatchEncoding subclass of plain calls' results] (made once)
+
+
+def _plain_result_class() -> Any:
+    """The ``BatchEncoding`` subclass of plain calls' results: ``encodings`` made at first use.
+
+    A plain call gives ids without ``tokenizers.Encoding`` objects (building them is most of the
+    cost peek2 saves), but ``.tokens()``, ``.word_ids()``, ``.char_to_token()``, ``result[0]``
+    and the rest read them: a result answers them as transformers' own path does, by encoding its
+    texts on the backend the first time one is asked for (a bug hunt: they raised "not available
+    when using Python based tokenizers", and ``is_fast`` was False, ``n_sequences`` None).
+    """
+    if _PLAIN_RESULT:
+        return _PLAIN_RESULT[0]
+    BatchEncoding = _names()[0]
+
+    class PlainCallEncoding(BatchEncoding):  # type: ignore[misc,valid-type]
+        """A ``BatchEncoding`` whose ``encodings`` are the backend's for the same call, made when first read."""
+
+        @property
+        def _encodings(self) -> Any:
+            state = self.__dict__
+            pending = state.get(_PENDING)
+            if pending is not None:
+                state[_MADE] = _backend_encodings(*pending)  # (raises, and stays pending, if the tokenizer changed)
+                state[_PENDING] = None
+            return state.get(_MADE)
+
+        @_encodings.setter
+        def _encodings(self, encodings: Any) -> None:
+            self.__dict__[_PENDING] = None
+            self.__dict__[_MADE] = encodings
+
+        @property
+        def is_fast(self) -> bool:
+            return self.__dict__.get(_PENDING) is not None or self._encodings is not None
+
+        def __reduce_ex__(self, protocol: Any) -> Any:
+            # Pickled and deep-copied as the BatchEncoding transformers' own path makes (with its
+            # encodings): readable where peek2 is not installed.
+            return BatchEncoding, (self.data, self._encodings)
+
+    PlainCallEncoding.__module__ = BatchEncoding.__module__
+    _PLAIN_RESULT.append(PlainCallEncoding)
+    return PlainCallEncoding
+
+
+def _backend_encodings(backend: Any, engine: Tokenizer, text: str | tuple[str, ...], add_special_tokens: bool, split_special_tokens: bool) -> list[Any]:
+    """The ``tokenizers.Encoding`` objects transformers' own path makes for a plain call of ``text``.
+
+    Made with the backend's truncation and padding off (as a plain call leaves them) and restored
+    after, and checked against the ids ``engine`` gave: a tokenizer changed since the call (tokens
+    added, a post-processor changed) raises rather than describing other ids than the result's.
+    """
+    texts = [text] if isinstance(text, str) else list(text)
+    truncation, padding, special = backend.truncation, backend.padding, backend.encode_special_tokens
+    try:
+        if truncation is not None:
+            backend.no_truncation()
+        if padding is not None:
+            backend.no_padding()
+        backend.encode_special_tokens = split_special_tokens
+        encodings = list(backend.encode_batch(texts, add_special_tokens=add_special_tokens))
+    finally:
+        backend.encode_special_tokens = special
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
+    for encoding, one in zip(encodings, texts):
+        if encoding.ids != engine.encode(one, add_special_tokens, split_special_tokens=split_special_tokens):
+            raise RuntimeError(
+                "the tokenizer changed since this call (tokens added, or its post-processor changed): "
+                "its encodings (.tokens(), .word_ids(), ...) no longer describe these input_ids; call it again"
+            )
+    return encodings
+
+
 _FAST_RESULT: list[bool] = []  # [True] when _result may skip BatchEncoding.__init__ (checked once)
 
 
-def _result(data: dict[str, Any]) -> Any:
-    """``BatchEncoding(data)``: the object transformers makes for a call without encodings or tensors.
+def _result(data: dict[str, Any], pending: tuple[Any, Tokenizer, str | tuple[str, ...], bool, bool]) -> Any:
+    """``BatchEncoding(data, encodings)``: the object transformers makes for a plain call, its
+    encodings (``pending``: what the backend makes them from) made when first read.
 
     ``BatchEncoding.__init__`` took 1.1 us of a 5.3 us call (``UserDict.update`` key by key, the
-    encodings and tensor arguments); with no encodings and no tensor type it only sets ``data``,
-    ``_encodings`` and ``_n_sequences``, so they are set directly (0.2 us). The first call checks
-    that this gives the attributes ``__init__`` gives; with another transformers it falls back.
+    encodings and tensor arguments); with no tensor type it only sets ``data``, ``_encodings`` and
+    ``_n_sequences``, so they are set directly (0.2 us). The first call checks that this gives the
+    attributes ``__init__`` gives; with another transformers it falls back.
     """
-    BatchEncoding = _names()[0]
+    cls = _plain_result_class()
     if not _FAST_RESULT:
+        BatchEncoding = _names()[0]
         made = BatchEncoding.__new__(BatchEncoding)
         made.data, made._encodings, made._n_sequences = {}, None, None
         _FAST_RESULT.append(vars(made) == vars(BatchEncoding({})))
-    if not _FAST_RESULT[0]:
-        return BatchEncoding(data)
-    result = BatchEncoding.__new__(BatchEncoding)
-    result.data = data
-    result._encodings = None
-    result._n_sequences = None
+    if _FAST_RESULT[0]:
+        result = cls.__new__(cls)
+        result.data = data
+    else:
+        result = cls(data)
+    result.__dict__[_PENDING] = pending
+    result._n_sequences = 1  # (one text per row: what the encodings say, n_sequences of a plain call)
     return result
 
 
@@ -370,7 +453,8 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
         if isinstance(text, str):  # one text: no list of rows to build and unwrap (a third of the glue)
             row = engine.encode(text, add_special_tokens, split_special_tokens=split_special_tokens)
             self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
-            return _result({"input_ids": row, "attention_mask": [1] * len(row)} if mask else {"input_ids": row})
+            one = {"input_ids": row, "attention_mask": [1] * len(row)} if mask else {"input_ids": row}
+            return _result(one, (backend, engine, text, add_special_tokens, split_special_tokens))
         ids = [engine.encode(t, add_special_tokens, split_special_tokens=split_special_tokens) for t in text]
     except ValueError as error:
         # A lone surrogate: transformers' own path raises TypeError (from tokenizers), and code
@@ -383,4 +467,5 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
     data: dict[str, Any] = {"input_ids": ids}
     if mask:
         data["attention_mask"] = [[1] * len(row) for row in ids]
-    return _result(data)
+    # (the texts as they were: a list the caller changes after the call must not change its encodings)
+    return _result(data, (backend, engine, tuple(text), add_special_tokens, split_special_tokens))
