@@ -107,6 +107,7 @@ from peek2.pretokenize.pattern import Peek2Pattern as Peek2Pattern  # noqa: E402
 from peek2.pretokenize.pattern import split as split  # noqa: E402
 from peek2.pretokenize.pattern import split_offsets as split_offsets  # noqa: E402
 from peek2.spec import TokenizerFormatError as TokenizerFormatError  # noqa: E402
+from peek2.tokenizer import AmbiguousAddedTokensWarning as AmbiguousAddedTokensWarning  # noqa: E402
 from peek2.tokenizer import Encoding as Encoding  # noqa: E402
 from peek2.tokenizer import Tokenizer as Tokenizer  # noqa: E402
 from peek2.tokenizer import count as count  # noqa: E402

@@ -1169,6 +1169,11 @@ def named(model: str) -> Tokenizer:
     return tokenizer
 
 
+class AmbiguousAddedTokensWarning(UserWarning):
+    """Two normalized added tokens are equal once normalized: ``tokenizers`` matches one or the
+    other from one process to the next, so no single answer is always ``tokenizers``'."""
+
+
 def _warn_of_tokens_alike(added: Iterable[AddedToken], normalize: Callable[[str], str], source: object) -> None:
     """Warn of two normalized added tokens that the normalizer makes equal ("\u00e9z" and "e\u0301z"
     with NFC): tokenizers matches one or the other from one process to the next (its automaton is
@@ -1184,6 +1189,7 @@ def _warn_of_tokens_alike(added: Iterable[AddedToken], normalize: Callable[[str]
                 warnings.warn(
                     f"{source}: the added tokens {other!a} and {token.content!a} are equal once normalized "
                     f"({key!a}): tokenizers matches either one from one run to the next; peek2 matches the first",
+                    AmbiguousAddedTokensWarning,
                     stacklevel=4,
                 )
 

@@ -252,6 +252,27 @@ def test_tokens_added_at_run_time_keep_their_live_ids(data_dir: Path, patched_tr
     assert patched.decode(expected) == reference.decode(expected)
 
 
+def test_added_tokens_equal_once_normalized_take_the_backend_path(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: with Qwen2's NFC, "e\\u0301" added as a token and "\\u00e9" as a special one are
+    the same token once normalized. tokenizers matches one or the other from one run to the next
+    (its automaton follows a hash map's order), and peek2's standalone engine matches the first:
+    a patched call gave 151650 for "d\\u00e9" where transformers gave 165. The choice is even one
+    tokenizer object's (two loads of one folder in one process may differ), so the reference is
+    the same object unpatched, and such a tokenizer takes its backend's path."""
+    from tokenizers import AddedToken
+
+    patched = AutoTokenizer.from_pretrained(str(data_dir / "tokenizers" / "qwen2"))
+    patched.add_tokens(["e\u0301"])
+    patched.add_tokens([AddedToken("\u00e9", lstrip=True, normalized=True, special=True)])
+    texts = ["d\u00e9 de\u0301", "caf\u00e9", "e\u0301t\u00e9 \u00e9"]
+    for text in (texts[0], texts):
+        got = patched(text)
+        assert not took_the_standalone_path(got)
+        assert dict(got) == dict(unpatched(patched, text))
+    assert patched.encode(texts[0]) == unpatched(patched, texts[0])["input_ids"]
+    assert transformers_patch._STATE[patched][1] is None  # (decided when it was built)
+
+
 @pytest.mark.parametrize("model", ["qwen3", "llama3.1", "gpt4o"])
 def test_a_special_token_added_again_as_a_normal_one_takes_the_backend_path(data_dir: Path, patched_transformers: None, model: str) -> None:
     """A bug hunt (stop 59): "ar" added as a special token, then as a normal one, stays special in
