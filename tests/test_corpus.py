@@ -372,6 +372,30 @@ def test_bad_input_names_file_and_line_and_writes_nothing(tmp_path: Path, data_d
         assert not list(tmp_path.glob(f"o{k}_*.bin")) and not (tmp_path / f"o{k}.summary.json").exists()
 
 
+def _file_size_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # (Python ignores SIGXFSZ: writes past it fail with EFBIG)
+
+
+@pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)
+def test_a_write_error_without_a_file_name_names_the_file(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], fmt: str) -> None:
+    """A bug hunt: a write that fails with an error naming no file (a full disk's ENOSPC, EFBIG
+    past a file size limit) said "cannot write PREFIX: File too large", not which of the run's
+    files; it names the file now (in the run's work folder, where the files are written)."""
+    prefix = tmp_path / "o"
+    result = subprocess.run(
+        _cli(str(corpus[0]), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(prefix), "--format", fmt, "--workers", "1", "--quiet"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_file_size_limit,
+    )
+    assert result.returncode == 1, result.stderr
+    assert re.search(rf"cannot write {re.escape(str(prefix))}\.peek2-work/[\w.]+: .*File too large", result.stderr), result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "o.summary.json").exists()
+
+
 def test_skip_bad_lists_every_rejected_document(tmp_path: Path, data_dir: Path) -> None:
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(b"\n".join(line for line, _ in BAD_LINES) + b"\n")

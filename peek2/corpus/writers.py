@@ -21,8 +21,10 @@ Formats (docs/corpus.md gives their sources and versions):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import numpy
@@ -36,12 +38,33 @@ ROW_GROUP_ROWS = 1 << 16
 COPY_BLOCK = 1 << 22
 
 
+@contextlib.contextmanager
+def naming(path: str) -> Iterator[None]:
+    """An OSError raised inside that names no file (ENOSPC or EFBIG on a write, EIO on an fsync)
+    names ``path``: the command's message said "cannot write PREFIX: File too large" without
+    saying which of a run's files (a bug hunt)."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None:
+            error.filename = path
+        raise
+
+
 def fsync_path(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        with naming(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _sync(handle: Any) -> None:
+    """Flush and fsync an open file (its name named by an error)."""
+    with naming(handle.name):
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def publish(tmp: str, final: str) -> None:
@@ -117,16 +140,17 @@ class MegatronWriter(Writer):
         return [self.name + ".bin", self.name + ".idx"]
 
     def write(self, ids: bytes | memoryview, lengths: numpy.ndarray) -> None:
-        self.data.write(ids)
-        self.lengths.write(lengths.astype("<i4").tobytes())
+        with naming(self.data_path):
+            self.data.write(ids)
+        with naming(self.lengths_path):
+            self.lengths.write(lengths.astype("<i4").tobytes())
         self.documents += len(lengths)
         self.sequences += int(numpy.count_nonzero(lengths))
         self.tokens += len(ids) // self.itemsize
 
     def checkpoint(self) -> dict[str, Any]:
         for handle in (self.data, self.lengths):
-            handle.flush()
-            os.fsync(handle.fileno())
+            _sync(handle)
         return {"documents": self.documents, "sequences": self.sequences, "tokens": self.tokens}
 
     def resume(self, state: dict[str, Any]) -> None:
@@ -142,7 +166,7 @@ class MegatronWriter(Writer):
         self.checkpoint()
         self.close()
         idx_tmp = os.path.join(self.work, "megatron.idx")
-        with open(idx_tmp, "wb") as idx:
+        with naming(idx_tmp), open(idx_tmp, "wb") as idx:
             idx.write(MEGATRON_HEADER)
             idx.write(struct.pack("<Q", 1))
             idx.write(struct.pack("<B", MEGATRON_DTYPE_CODES[self.dtype]))
@@ -223,7 +247,8 @@ class LlmcWriter(Writer):
         while len(view):
             room = (self.shard_size - self.count) * self.itemsize
             part = view[:room]
-            self._open().write(part)
+            with naming(self._work_shard(self.shard)):
+                self._open().write(part)
             self.count += len(part) // self.itemsize
             view = view[len(part) :]
             if self.count == self.shard_size:
@@ -233,17 +258,17 @@ class LlmcWriter(Writer):
         handle = self._open()
         header = numpy.zeros(256, dtype="<i4")
         header[0], header[1], header[2] = self.magic, self.version, self.count
-        handle.seek(0)
-        handle.write(header.tobytes())
-        handle.close()
+        with naming(handle.name):
+            handle.seek(0)
+            handle.write(header.tobytes())
+            handle.close()
         self.handle = None
         self.shard += 1
         self.count = 0
 
     def checkpoint(self) -> dict[str, Any]:
         if self.handle is not None:
-            self.handle.flush()
-            os.fsync(self.handle.fileno())
+            _sync(self.handle)
         for k in range(self.published, self.shard):
             fsync_path(self._work_shard(k))
         return {"documents": self.documents, "tokens": self.tokens, "shard": self.shard, "count": self.count}
@@ -347,7 +372,8 @@ class ParquetWriter(Writer):
 
         table = self._table()
         tmp = self._part(self.groups) + ".tmp"
-        pq.write_table(table, tmp, row_group_size=max(len(table), 1))
+        with naming(tmp):
+            pq.write_table(table, tmp, row_group_size=max(len(table), 1))
         os.replace(tmp, self._part(self.groups))
         self.groups += 1
         self.rows_flushed += self.pending_rows
@@ -363,7 +389,8 @@ class ParquetWriter(Writer):
         pending = ""
         if self.pending_rows:
             pending = os.path.join(self.work, f"pending_{self.checkpoints:06d}.parquet")
-            pq.write_table(self._table(), pending)
+            with naming(pending):
+                pq.write_table(self._table(), pending)
             fsync_path(pending)
         self.obsolete, self.pending_file = self.pending_file, pending
         return {"documents": self.documents, "tokens": self.tokens, "groups": self.groups, "rows_flushed": self.rows_flushed, "pending": os.path.basename(pending)}
@@ -406,7 +433,7 @@ class ParquetWriter(Writer):
         if self.pending_rows:
             self._flush_group()
         tmp = os.path.join(self.work, "parquet.out")
-        with pq.ParquetWriter(tmp, self.schema) as out:
+        with naming(tmp), pq.ParquetWriter(tmp, self.schema) as out:
             for k in range(self.groups):
                 table = pq.read_table(self._part(k))
                 out.write_table(table, row_group_size=max(len(table), 1))
