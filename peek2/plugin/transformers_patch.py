@@ -361,10 +361,12 @@ def _backend_encodings(backend: Any, engine: Tokenizer, text: str | tuple[str, .
             backend.no_truncation()
         if padding is not None:
             backend.no_padding()
-        backend.encode_special_tokens = split_special_tokens
+        if special != split_special_tokens:  # (the backend is shared: changed only where the call differs)
+            backend.encode_special_tokens = split_special_tokens
         encodings = list(backend.encode_batch(texts, add_special_tokens=add_special_tokens))
     finally:
-        backend.encode_special_tokens = special
+        if backend.encode_special_tokens != special:
+            backend.encode_special_tokens = special
         if truncation is not None:
             backend.enable_truncation(**truncation)
         if padding is not None:
