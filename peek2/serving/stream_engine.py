@@ -536,6 +536,10 @@ class StreamEngine:
         self.finish_stable: i64 = 0
         # The same for a long NFC run of combining marks of several classes (see there), kept across restore().
         self.marks_run: MarksRun | None = None
+        # ``marks_run.answered`` after the last finish, when that finish was its answer (else -1),
+        # and the same before this finish: its ``same_ids`` counts ids of that answer.
+        self.marks_last: i64 = -1
+        self.marks_before: i64 = -1
 
     def pending_chars(self) -> int:
         return len(self.raw) + len(self.text)
@@ -636,6 +640,8 @@ class StreamEngine:
             rest = utf_8_decode(self.tail, "strict", True)[0]  # raises for an incomplete sequence, changing nothing
         self.given_before = self.memo_given
         self.memo_given = self.finish_stable = 0
+        self.marks_before = self.marks_last
+        self.marks_last = -1
         try:
             self._start(ids)
             self.tail = b""
@@ -685,6 +691,7 @@ class StreamEngine:
         if self.started and self.memos and not (self.fed_bytes or self.cont or self.finished or self.broken) and len(text) < self.plan.interior_min:
             self.given_before = self.memo_given  # (as finish and restore leave them)
             self.memo_given = self.finish_stable = 0
+            self.marks_last = -1
             self.searched = 0
             ids: list[int] = self.engine.encode_list_prefix(text, len(text), []) if text else []
             if self.add_special:
@@ -770,6 +777,12 @@ class StreamEngine:
             if len(segments) == 1 and segments[0][2] < 0:
                 ids = self._finish_marks(raw)
                 if ids is not None:
+                    marks = self.marks_run
+                    if marks is not None:
+                        answered: i64 = marks.answered
+                        if not out and answered - 1 == self.marks_before:
+                            self.finish_stable = marks.same_ids  # (the first ids of the last finish's result)
+                        self.marks_last = answered
                     self.raw = self.text = ""
                     self.searched = 0
                     self.rescan_at = self.rescan_min
