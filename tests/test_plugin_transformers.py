@@ -393,3 +393,45 @@ def test_a_lone_surrogate_raises_what_transformers_raises(data_dir: Path, patche
             call()
         with pytest.raises(TypeError):
             unpatched(tok, "a\ud800")
+
+
+THREADS_SCRIPT = r'''
+import random, sys, threading
+import peek2
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+texts = [f"Hello world {i} d\u00e9j\u00e0 vu <think>x</think> \u4f60\u597d" * (1 + i % 5) for i in range(50)]
+expected = {(t, s): (tok(t, split_special_tokens=s).tokens(), tok(t, return_offsets_mapping=True, split_special_tokens=s)["offset_mapping"]) for t in texts for s in (False, True)}
+peek2.patch_transformers()
+wrong = []
+def work(seed):
+    rng = random.Random(seed)
+    for _ in range(300):
+        t, s = rng.choice(texts), rng.random() < 0.5
+        if rng.random() < 0.5:
+            got = tok(t, split_special_tokens=s).tokens()  # (the plain path, its encodings made by the backend)
+            wrong.extend([(t, s)] if got != expected[(t, s)][0] else [])
+        else:
+            got = tok(t, return_offsets_mapping=True, split_special_tokens=s)["offset_mapping"]  # (the backend's path)
+            wrong.extend([(t, s)] if got != expected[(t, s)][1] else [])
+threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+print("done", len(wrong))
+'''
+
+
+def test_threads_with_other_settings_do_not_deadlock_the_backend(data_dir: Path) -> None:
+    """A bug hunt: 4 threads calling a patched tokenizer with ``split_special_tokens`` on and off
+    hung for ever. The backend runs peek2's pre-tokenizer, a Python callback that its encode (which
+    releases the GIL) needs the GIL for; a thread setting ``encode_special_tokens`` (transformers'
+    path does at every call) waited for that encode while holding the GIL. The patched methods now
+    take the backend's lock. (The timeout only turns a hang into a failure: the run takes seconds.)"""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT, str(data_dir / "tokenizers" / "qwen3")], capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["done", "0"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import json
+import threading
 import warnings
 import weakref
 from typing import Any
@@ -54,6 +55,24 @@ _EPOCH = [0]  # one more at each patch_transformers: tokens may have been added 
 _NEEDS_ENCODINGS: contextvars.ContextVar[bool] = contextvars.ContextVar("peek2_needs_encodings", default=False)
 _ADDED = "_peek2_added"  # on the backend: how many times tokens were added through a patched wrapper
 _READDED = "_peek2_readded"  # on the backend: an added token's content was added again (see _add_tokens)
+_LOCK = "_peek2_lock"  # on the backend: held by the patched methods while they use it (see _backend_lock)
+
+
+def _backend_lock(backend: Any) -> Any:
+    """The backend's lock, which the patched methods hold while they read, change or encode with it.
+
+    The backend runs peek2's pre-tokenizer, a Python callback: its encode, which releases the GIL,
+    needs the GIL back from its worker threads. A thread that changes the backend meanwhile
+    (``encode_special_tokens``, truncation, padding: transformers' path sets them at every call)
+    waits for the encode's hold on the tokenizer while holding the GIL, and both wait for ever (a
+    bug hunt: 4 threads calling ``tok(text, return_offsets_mapping=True, split_special_tokens=...)``
+    with both settings hung at once; unpatched, the encode needs no GIL and nothing waits). One
+    thread at a time through the patched methods; reentrant, for a subclass's ``_encode_plus``
+    called inside ``tokenize``. (Kept in the backend's ``__dict__``, which its pickles leave out.)"""
+    lock = backend.__dict__.get(_LOCK)
+    if lock is None:
+        lock = backend.__dict__.setdefault(_LOCK, threading.RLock())
+    return lock
 
 # Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
 _PLAIN = {
@@ -93,10 +112,11 @@ def patch_transformers() -> None:
     _ORIGINAL["set_truncation_and_padding"] = TokenizersBackend.set_truncation_and_padding  # (read, not replaced)
 
     def _encode_plus(self: Any, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
-        engine = _engine(self)
-        if engine is None or text_pair is not None or _NEEDS_ENCODINGS.get() or not _is_plain(self, text, kwargs):
-            return original(self, text, text_pair, **kwargs)
-        return _plain_call(self, engine, text, kwargs)
+        with _backend_lock(self._tokenizer):
+            engine = _engine(self)
+            if engine is None or text_pair is not None or _NEEDS_ENCODINGS.get() or not _is_plain(self, text, kwargs):
+                return original(self, text, text_pair, **kwargs)
+            return _plain_call(self, engine, text, kwargs)
 
     def __call__(self: Any, text: Any = None, *args: Any, **kwargs: Any) -> Any:
         # ``tok(text)`` with at most these keywords: straight to peek2, without transformers'
@@ -109,19 +129,22 @@ def patch_transformers() -> None:
             and type(self)._encode_plus is _encode_plus
             and not getattr(self, "_in_target_context_manager", False)
         ):
-            engine = _engine(self)
-            if engine is not None and _is_text(text) and "token_type_ids" not in self.model_input_names:
-                switch = getattr(type(self), "_switch_to_input_mode", None)  # on the class: a missing
-                if switch is not None:  # attribute of the instance costs 2 us in transformers' __getattr__
-                    switch(self)
-                return _plain_call(self, engine, text, kwargs)
+            backend = self._tokenizer
+            with backend.__dict__.get(_LOCK) or _backend_lock(backend):  # (the lookup inline: a plain call's cost)
+                engine = _engine(self)
+                if engine is not None and _is_text(text) and "token_type_ids" not in self.model_input_names:
+                    switch = getattr(type(self), "_switch_to_input_mode", None)  # on the class: a missing
+                    if switch is not None:  # attribute of the instance costs 2 us in transformers' __getattr__
+                        switch(self)
+                    return _plain_call(self, engine, text, kwargs)
         return original_call(self, text, *args, **kwargs)
 
     def tokenize(self: Any, text: str, pair: str | None = None, add_special_tokens: bool = False, **kwargs: Any) -> list[str]:
         # transformers' tokenize reads ``.tokens()`` of _encode_plus's result, which only the
         # backend's path has (a bug hunt: every ``tok.tokenize(text)`` raised ValueError).
         if type(self)._encode_plus is _encode_plus:
-            return list(original(self, text, pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
+            with _backend_lock(self._tokenizer):
+                return list(original(self, text, pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
         token = _NEEDS_ENCODINGS.set(True)  # a subclass's own _encode_plus, as transformers calls it
         try:
             return list(self._encode_plus(text=text, text_pair=pair, add_special_tokens=add_special_tokens, **kwargs).tokens())
@@ -354,6 +377,11 @@ def _backend_encodings(backend: Any, engine: Tokenizer, text: str | tuple[str, .
     after, and checked against the ids ``engine`` gave: a tokenizer changed since the call (tokens
     added, a post-processor changed) raises rather than describing other ids than the result's.
     """
+    with _backend_lock(backend):
+        return _backend_encodings_held(backend, engine, text, add_special_tokens, split_special_tokens)
+
+
+def _backend_encodings_held(backend: Any, engine: Tokenizer, text: str | tuple[str, ...], add_special_tokens: bool, split_special_tokens: bool) -> list[Any]:
     texts = [text] if isinstance(text, str) else list(text)
     truncation, padding, special = backend.truncation, backend.padding, backend.encode_special_tokens
     try:
