@@ -540,6 +540,9 @@ class StreamEngine:
         # and the same before this finish: its ``same_ids`` counts ids of that answer.
         self.marks_last: i64 = -1
         self.marks_before: i64 = -1
+        # Set during ``finish_copy`` alone: its list goes to a prompt session, which never changes
+        # it or hands it out, so ``MarksRun`` may grow its last answer in place (see there).
+        self.answer_to_session = False
 
     def pending_chars(self) -> int:
         return len(self.raw) + len(self.text)
@@ -701,7 +704,11 @@ class StreamEngine:
 
     def _finish_restored(self) -> list[int]:
         state = self.snapshot()
-        ids = self.finish()
+        self.answer_to_session = True
+        try:
+            ids = self.finish()
+        finally:
+            self.answer_to_session = False
         self.restore(state)
         return ids
 
@@ -1378,7 +1385,7 @@ class StreamEngine:
         marks = self.marks_run
         if marks is None:
             marks = self.marks_run = MarksRun(self.plan, self.tok.pattern.split_ends)
-        return marks.ids(self.text, raw)
+        return marks.ids(self.text, raw, self.answer_to_session)
 
     def _raw_limit(self, raw: str, segments: list[tuple[int, int, int]]) -> int:
         """How much of ``raw`` later text cannot change (see peek2.serving.streaming).
