@@ -39,28 +39,34 @@ marks of two scanner categories, no stable start found, the rest of a piece sent
 the run) returns None, and the stream normalizes and encodes the run as usual. Such a
 run is still encoded whole at each finish; a failed try waits until the run has doubled.
 
-Performance notes: what remains per append is the Python work on the appended marks (their class,
-decomposition and category, remembered per scalar), a merge of each class's unfinished tail (below
-``StreamPlan.interior_min`` characters, plus one append), C-speed copies of the run's strings and
-ids, and the answer itself. The answer keeps what the last one gave of the pieces before the marks
-and of the first class's final prefix (``same_ids``, the stream's ``finish_stable``): with marks
-of one class, the ``new`` of a ``PromptSession.append`` is what changed at the run's end (Qwen3,
+Performance notes: the answer keeps what the last one gave of the pieces before the marks and
+of the first class's final prefix (``same_ids``, the stream's ``finish_stable``): with marks of
+one class, the ``new`` of a ``PromptSession.append`` is what changed at the run's end (Qwen3,
 ``"e" + "\u0301" * n`` in 100-character appends: 331,920 and 5,167,680 ids in all for 8K and 32K
-marks before, 86,340 and 348,780 after; 256K marks 1.01 -> 0.69 s of CPU). With several classes,
-each append changes the middle of the run's ids (a mark of a lower class goes before every later
-one), so ``new`` holds the ids from there to the end, which no ``(keep, new)`` answer can avoid
-(256K marks of two classes: 492M -> 169M ids sent, 2.08 -> 1.49 s); the engine hands its list
-over without a copy (``StreamEngine._advance``). An answer to a session is its last answer grown
-in place from the ids both share (``last``), and the marks of an append are filed by class with C
-calls when each of its distinct scalars is a mark that decomposes to itself (``_extend_simple``):
-Qwen3, ``"e" + "\u0301" * n`` in 100-character appends, CPU time, 64K marks 0.105 -> 0.049 s and
-256K 0.79 -> 0.30 s (tokenizers' one encode of the whole 0.21 s); two classes 0.159 -> 0.128 s
-and 1.68 -> 1.13-1.26 s (0.23-0.26 s). What is still quadratic is C-speed copies of the run's
-strings: the stream's raw text, each class's marks, the parts and their ``startswith`` checks. Qwen3,
-``"e" + "\\u0301\\u0323" * (n // 2)`` appended 1K characters at a time, best of 3 in CPU time against
-one encode of the whole text by tokenizers in the same process: 20K characters 0.157 -> 0.016 s
-(tokenizers 0.009), 80K 1.97 -> 0.075 s (0.043), 320K 0.61 s (0.26): the copies of the answers are
-what grows faster than the text (``python scripts/bench_growing_session.py`` gives the table).
+marks before, 86,340 and 348,780 after). With several classes, each append changes the middle of
+the run's ids (a mark of a lower class goes before every later one), so ``new`` holds the ids from
+there to the end, which no ``(keep, new)`` answer can avoid (256K marks of two classes: 492M ->
+169M ids sent); the engine hands its list over without a copy (``StreamEngine._advance``).
+
+Then what each append copied: a new list of the whole run's ids (and the last one freed), each
+class's marks, the run's part and its normalized strings, and the stream's raw text, which this
+memo held too, so that the stream's append to it could not be made in place. Now an answer to a
+session is its last one grown in place from the ids both share (``last``); the memo keeps a raw
+string of its own, grown in place (``_keep``); each class's marks are kept in parts and joined
+only where the layout is computed again; a run of one class whose heads are fixed keeps only the
+rest of its part that is not final (``_Steady``); and an append whose distinct scalars each
+decompose to themselves is filed by class with C calls (``_extend_simple``). What an append of
+100 marks allocates in the middle of a run of 200,000: 390 KB -> under 50 KB. CPU time of the
+session above, best of 3, against tokenizers' one encode of the whole text in the same process:
+64K marks 0.105 -> 0.035 s (0.037), 256K 0.79 -> 0.165 s (0.21), where it was 1.01 s before the
+answers kept their first ids. Per append there remain the Python work on the appended marks, the
+merge of the unfinished rest (below ``StreamPlan.interior_min`` characters, plus one append) and
+one C comparison of the raw run with the memo's. Two classes go through the whole layout at each
+append: 1.68 -> 1.13-1.26 s at 256K marks (tokenizers 0.23-0.27 s), bound by the size of the
+answers. (This memo's first step, against normalizing and merging the whole run at every append:
+``"e" + "\\u0301\\u0323" * (n // 2)`` appended 1K characters at a time, 20K characters 0.157 ->
+0.016 s (tokenizers 0.009), 80K 1.97 -> 0.075 s (0.043); ``python scripts/bench_growing_session.py``
+gives the table.)
 """
 
 from __future__ import annotations
@@ -94,17 +100,37 @@ class _Part:
         self.retry = 0  # length of the string below which no cut is tried again
 
 
+class _Steady:
+    """A run of one class, its layout fixed: what its next answer needs (``MarksRun._steady_ids``)."""
+
+    __slots__ = ("before", "ccc", "head_ids", "memo", "rest", "length")
+
+    def __init__(self, before: str, ccc: int, head_ids: list[int], memo: _Part, rest: str, length: int) -> None:
+        self.before: Final = before  # the pending text before the run (the same pieces before it)
+        self.ccc: Final = ccc  # the class of every mark
+        self.head_ids: Final = head_ids  # the ids of the pieces before the marks' piece
+        self.memo: Final = memo  # the part's final prefix: its ids (its text is not kept)
+        self.rest = rest  # the part after that prefix
+        self.length = length  # the part's length
+
+
 class MarksRun:
     """What ``finish`` remembers of a pending NFC run of marks (one per stream, kept across restores)."""
 
     def __init__(self, plan: StreamPlan, split_ends: Callable[[str], list[int]]) -> None:
         self.plan: Final = plan
         self.split_ends: Final = split_ends  # the tokenizer's pattern: the ends of the pieces of a text
-        self.raw = ""  # the raw run the classes below were made from ("" : none)
+        # The raw run the classes below were made from ("" : none): a string of its own, grown in
+        # place (``_keep``). Holding the stream's made every feed of the stream copy its raw text
+        # (a str it appends to is resized in place only while nothing else holds it).
+        self.raw = ""
         self.starter = ""  # the first scalar of the starter's decomposition ("" when the run starts with a mark)
-        self.classes: dict[int, str] = {}  # combining class -> its marks, in the order they came
+        self.classes: dict[int, list[str]] = {}  # combining class -> its marks, in the order they came (in parts: ``_marks``)
+        self.filed: dict[int, str] = {}  # the marks the last ``_extend`` filed, by class
         self.kind = -1  # the scanner category of every mark
-        self.failed = ""  # a raw run found of another form (not tried again before it doubles)
+        # The start and length of a raw run found of another form (not tried again before it
+        # doubles; a start, not the run, for the same reason as ``raw``).
+        self.failed = ("", 0)
         self.marks: dict[str, str | None] = {}  # scalar -> its decomposition into marks (None: not only marks)
         self.simple: dict[str, tuple[int, int]] = {}  # a mark that decomposes to itself -> (its class, its category)
         # The pieces before the marks: (text before the run, composed starter, start of the marks' piece, ids before it).
@@ -123,28 +149,40 @@ class MarksRun:
         # ``same_ids`` rather than copying them, and freeing the old list (both were quadratic:
         # 256K marks of one class appended 100 at a time, two thirds of the session's time).
         self.last: list[int] | None = None
+        # One class of marks after the pieces before them, at least ``HEADS`` + 1 of them: the
+        # run's part only grows at its end, so that an answer needs only its unfinished rest.
+        self.steady: _Steady | None = None
 
     def ids(self, before: str, raw: str, to_session: bool = False) -> list[int] | None:
         """The ids of ``before + nfc(raw)`` (``before``: the pending normalized text, from a piece
         boundary), or None when the run is not of the form above. ``to_session``: the answer goes
         to a prompt session (it may be the last answer's list, grown in place)."""
         last, self.last = self.last, None
-        if self.failed and raw.startswith(self.failed) and len(raw) < 2 * len(self.failed):
+        start, length = self.failed
+        if length and length <= len(raw) < 2 * length and raw.startswith(start):
             return None
         ids = self._ids(before, raw, last if to_session else None)
         if to_session:
             self.last = ids
         if ids is None:
-            self.failed, self.raw = raw, ""  # tried again when the run has doubled
+            self.failed, self.raw = (raw[:64], len(raw)), ""  # tried again when the run has doubled
         else:
             self.answered += 1
         return ids
 
     def _ids(self, before: str, raw: str, last: list[int] | None) -> list[int] | None:
-        if not (self.raw and raw.startswith(self.raw) and self._extend(raw[len(self.raw) :])):
-            if not self._start(raw):
-                return None
-        self.raw = raw
+        steady, self.steady = self.steady, None
+        extended = bool(self.raw) and raw.startswith(self.raw) and self._extend(raw[len(self.raw) :])
+        filed = self.filed
+        if extended and steady is not None and steady.before == before and (not filed or (len(filed) == 1 and steady.ccc in filed)):
+            self._keep(raw, True)
+            self.steady = steady
+            return self._steady_ids(steady, filed.get(steady.ccc, ""), last)
+        if steady is not None:
+            self.parts = []  # (their texts were not kept while steady)
+        if not extended and not self._start(raw):
+            return None
+        self._keep(raw, extended)
         self.same_ids = 0
         layout = self._normalized()
         if layout is None:
@@ -179,12 +217,53 @@ class MarksRun:
                 ids += engine.merge(carried.encode("utf-8"))
             carried = self._final(part, memo, ids, given)
             given = 0
+        if len(parts) == 1 and len(self.classes) == 1:
+            for ccc, marks in self.classes.items():
+                if sum(map(len, marks)) > HEADS:  # (its heads, and so the layout, stay as they are)
+                    self.steady = _Steady(before, ccc, head_ids, self.parts[0], carried, len(parts[0]))
         if carried:
             ids += engine.merge(carried.encode("utf-8"))
         if grow is not None:  # (changed here, with nothing left to fail)
             del grow[self.same_ids :]
             grow += ids
             return grow
+        return ids
+
+    def _keep(self, raw: str, extended: bool) -> None:
+        """Keep ``raw`` (``extended``: it starts with the run kept) in a string of this object's own."""
+        if extended:
+            own = self.raw
+            self.raw = ""
+            own += raw[len(own) :]  # (in place: ``own`` is the only reference)
+            self.raw = own
+        else:
+            self.raw = raw[:1] + raw[1:]  # (a new string, equal to ``raw``)
+
+    def _steady_ids(self, steady: _Steady, added: str, last: list[int] | None) -> list[int]:
+        """``_ids`` of the steady run grown by ``added``: ``_final`` of its part, from its rest."""
+        plan = self.plan
+        memo = steady.memo
+        given = len(memo.ids)
+        self.same_ids = len(steady.head_ids) + given
+        rest = steady.rest + added
+        steady.length += len(added)
+        if len(rest) >= plan.interior_min and steady.length >= memo.retry:
+            data = rest.encode("utf-8")
+            cut_bytes, more = plan.growing_piece().final_prefix(data, 0)
+            if cut_bytes:
+                memo.ids += more
+                rest = rest[len(data[:cut_bytes].decode("utf-8")) :]
+            else:
+                memo.retry = 2 * steady.length
+        steady.rest = rest
+        merged = plan.tok_engine.merge(rest.encode("utf-8")) if rest else []
+        if last is not None and len(last) >= self.same_ids:
+            del last[self.same_ids :]
+            last += memo.ids[given:]
+            last += merged
+            return last
+        ids = steady.head_ids + memo.ids
+        ids += merged
         return ids
 
     def _start(self, raw: str) -> bool:
@@ -211,10 +290,25 @@ class MarksRun:
             decomposed = self._decomposition(char)
             if decomposed is None or not self._add(decomposed, new):
                 return False
-        classes = self.classes
-        for ccc, chars in new.items():
-            classes[ccc] = classes.get(ccc, "") + "".join(chars)  # one copy per class and call, not per mark
+        self._file({ccc: "".join(chars) for ccc, chars in new.items()})
         return True
+
+    def _file(self, filed: dict[int, str]) -> None:
+        """Add each class's new marks (kept in parts: joined only where ``_marks`` needs them)."""
+        classes = self.classes
+        for ccc, marks in filed.items():
+            if ccc in classes:
+                classes[ccc].append(marks)
+            else:
+                classes[ccc] = [marks]
+        self.filed = filed
+
+    def _marks(self, ccc: int) -> str:
+        """The marks of a class, joined."""
+        parts = self.classes[ccc]
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0]
 
     def _decomposition(self, char: str) -> str | None:
         """The marks ``char`` decomposes into; None if it is not only marks (remembered)."""
@@ -252,14 +346,14 @@ class MarksRun:
                 by_class[ccc] = [char]
             else:
                 chars.append(char)
-        classes = self.classes
         if len(by_class) == 1:
-            for ccc in by_class:
-                classes[ccc] = classes.get(ccc, "") + added
+            self._file({ccc: added for ccc in by_class})
             return 1
+        filed: dict[int, str] = {}
         for ccc in by_class:
             others = {ord(char): None for other, chars in by_class.items() if other != ccc for char in chars}
-            classes[ccc] = classes.get(ccc, "") + added.translate(others)
+            filed[ccc] = added.translate(others)
+        self._file(filed)
         return 1
 
     def _add(self, decomposed: str, new: dict[int, list[str]]) -> bool:
@@ -280,7 +374,7 @@ class MarksRun:
     def _normalized(self) -> tuple[str, list[str]] | None:
         """(the composed starter, each class's marks less those composed) : ``nfc(raw)`` in parts (fact 1)."""
         order = sorted(self.classes)
-        composed = str(nfc(self.starter + "".join(self.classes[ccc][:HEADS] for ccc in order)))
+        composed = str(nfc(self.starter + "".join(self._marks(ccc)[:HEADS] for ccc in order)))
         starter = composed[:1] if self.starter else ""
         kept: dict[int, str] = {}
         for char in composed[len(starter) :]:
@@ -290,7 +384,7 @@ class MarksRun:
             return None
         strings: list[str] = []
         for ccc in order:
-            marks = self.classes[ccc]
+            marks = self._marks(ccc)
             if len(marks) > HEADS and ccc not in kept:
                 return None  # every head composed: the next mark of the class might too
             string = kept.get(ccc, "") + marks[HEADS:]
