@@ -7,6 +7,8 @@ awaited, and a cancelled encode is checked by counting the slices encoded after 
 from __future__ import annotations
 
 import asyncio
+import gc
+from array import array
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -235,6 +237,50 @@ def test_worker_imports_this_peek2_not_the_working_directorys(tok: Tokenizer, tm
     request = aio._worker_request(tok, text, True, False)
     assert request is not None
     assert asyncio.run(aio._encode_in_worker(request)) == tok.encode(text)
+
+
+def test_a_workers_ids_come_back_to_the_loop_in_slices(tok: Tokenizer) -> None:
+    """A text holding a run no stream can cut goes to a worker process, whose ids came back as one
+    pickled list: 3 million ids (Qwen, two million combining marks of two classes, which NFC may
+    reorder until the run ends) were unpickled on the loop in one step, 60 ms, a stall of 72-94 ms
+    where the encode's slices stall a few. The ids now come as an array, made into the list in
+    slices. Measured in CPU time of this thread (no wall-clock limit): the longest gap between two
+    ticks of the loop, against the time of unpickling that list here."""
+    import pickle
+    import time
+
+    text = "e" + "\u0301\u0323" * 1_000_000
+    ids = tok.encode(text)
+    pickled = pickle.dumps(("ids", ids), protocol=pickle.HIGHEST_PROTOCOL)
+    start = time.thread_time()
+    pickle.loads(pickled)
+    unpickling = time.thread_time() - start
+    expected = array("q", ids).tobytes()  # (not a list the collector walks meanwhile)
+    del pickled, ids
+    gc.collect()
+
+    async def run() -> tuple[list[int], float]:
+        await aio._prepare_rule3(tok)  # (its own steps, measured by the next test)
+        gaps: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            last = time.thread_time()
+            while not done.is_set():
+                await asyncio.sleep(0)
+                now = time.thread_time()
+                gaps.append(now - last)
+                last = now
+
+        task = asyncio.create_task(ticker())
+        ids = await tok.async_encode(text)
+        done.set()
+        await task
+        return ids, max(gaps)
+
+    got, longest = asyncio.run(run())
+    assert array("q", got).tobytes() == expected
+    assert longest < unpickling / 2, f"the loop stalled {longest:.4f} s of CPU; unpickling the ids takes {unpickling:.4f} s"
 
 
 def test_rule_3_is_made_in_slices_of_its_own(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

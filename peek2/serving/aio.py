@@ -25,8 +25,9 @@ that depend on all of it, so it cannot be sliced: ``await tok.async_encode("=" *
 held the loop 1.8-3.0 s in one slice. When a text's pending piece passes ``OFFLOAD_CHARS``, the
 whole encode moves to a new process (``peek2.serving.encode_worker``, isolated: it loads the tokenizer
 from its pickle, about a second, and imports nothing of the caller's program, unlike
-multiprocessing's spawn): the loop only moves the text and the ids through pipes and unpickles
-the ids (a few ms: such a piece has few ids). Cancelling the task kills that process. A tokenizer
+multiprocessing's spawn): the loop only moves the text and the ids through pipes, the ids as an
+array of 32-bit integers made into the list in slices of ``CHUNK_IDS`` (a run of marks that NFC
+may reorder has millions of ids: unpickled as a list, 3 million held the loop 60 ms). Cancelling the task kills that process. A tokenizer
 that cannot be pickled (built from a spec in memory, or its file changed or removed since it was
 loaded) encodes such a text on the loop, as before. A tokenizer that no stream can encode (added
 tokens with ``normalized: true`` in a file with a normalizer) encodes a text in one call: on the
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence, SupportsIndex
 from peek2.bpe.merger import as_flag
 from peek2.argument_checks import check_count, check_ids, check_texts, is_array, text_error
 from peek2.pretokenize.scanner import surrogate_error
+from peek2.serving.encode_worker import IDS_TYPECODE
 from peek2.serving.streaming import StreamDecoder, StreamEncoder, plan_of
 
 if TYPE_CHECKING:
@@ -186,7 +188,11 @@ async def _encode_in_worker(request: bytes) -> list[int]:
     kind, value = pickle.loads(out)
     if kind == "error":
         raise value
-    ids: list[int] = value
+    packed = memoryview(value).cast(IDS_TYPECODE)
+    ids: list[int] = []
+    for start in range(0, len(packed), CHUNK_IDS):  # (the ints made in slices, as async_decode's text)
+        ids += packed[start : start + CHUNK_IDS].tolist()
+        await asyncio.sleep(0)
     return ids
 
 
