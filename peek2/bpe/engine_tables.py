@@ -53,8 +53,11 @@ def _byte_ids(spec: TokenizerSpec) -> list[int]:
                     f"{spec.unk_token!r} is not a byte-level token of the vocabulary: not implemented"
                 )
         if token_id is None:
-            raise TokenizerFormatError(
-                f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X} and no byte_fallback or unk_token"
+            # (tokenizers loads such a file and leaves the byte out of the ids, silently: a file it
+            # reads, so not a format error, and an answer peek2 does not give; a bug hunt)
+            raise NotImplementedError(
+                f"{spec.source}: the vocabulary has no token for byte 0x{byte:02X} and no byte_fallback or unk_token: "
+                "tokenizers leaves such a byte out of the ids without a word; not implemented"
             )
         ids.append(token_id)
     return ids
