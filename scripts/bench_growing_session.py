@@ -3,7 +3,7 @@
     python scripts/bench_growing_session.py [--model qwen3] [--size 80000] [--append 1000] [--runs 3]
 
 Each run (whitespace of one or two characters, "=", CJK without punctuation, combining marks of
-one and of two classes after a letter, Thai marks, Hangul jamo) is appended ``--append`` characters at a time to a new
+one and of two classes after a letter, Thai marks, Hangul jamo, marks after 3,000 spaces) is appended ``--append`` characters at a time to a new
 ``tok.prompt_session()``; the table gives the CPU time of the whole session at ``--size`` and at 4x
 that (best of ``--runs``), their ratio (linear work is about 4x, re-encoding the run at every append
 about 16x), and tokenizers' CPU time for one encode of the whole 4x text in the same process. The
@@ -36,6 +36,7 @@ RUNS = {  # the run's name: (what starts it, what it repeats)
     "marks of two classes": ("e", "\u0301\u0323"),
     "Thai marks": ("\u0e01", "\u0e39\u0e49"),
     "Hangul jamo": ("\u1100", "\u1161\u11a8"),
+    "spaces, then marks": ("x" + " " * 3000 + "e", "\u0301\u0323"),  # after a piece rule 3 cut
 }
 
 

@@ -558,19 +558,21 @@ def test_threads_encode_while_a_long_piece_merges(data_dir: Path) -> None:
     assert not problems, problems[:5]
 
 
-@pytest.mark.parametrize("model", ["llama3.2", "deepseek-v3", "gpt4o"])
+@pytest.mark.parametrize("model", ["llama3.2", "deepseek-v3", "gpt4o", "qwen3"])
 def test_a_session_keeps_little_of_a_long_piece_pending(data_dir: Path, model: str) -> None:
     """A prompt session's answer after each append merges its pending text: rule 3 cut a long
     piece at 16 of the longest token's bytes (2,048 characters), so a session appended 4
     characters at a time on a run of CJK letters or spaces merged about 1,000 characters an append
     (60-100 us: 0.02-0.05x one encode by tokenizers; a bug hunt). A stream finished again cuts at
     2 (``INTERIOR_MIN_TOKENS_FINISHED_AGAIN``): its pending text stays within a few hundred
-    characters, and the ids are the reference's."""
-    from peek2.serving.stream_engine import plan_of
+    characters, and the ids are the reference's. With an NFC normalizer (Qwen3) too, since a run
+    of marks after such a cut takes the kept path (tests/test_marks_run.py): it kept 2,048, and
+    spaces appended one at a time cost 55 us an append."""
+    from peek2.serving.stream_engine import INTERIOR_MIN_TOKENS_FINISHED_AGAIN
 
     path = str(data_dir / "tokenizers" / model / "tokenizer.json")
     tok, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
-    bound = 3 * plan_of(tok).interior_min_again
+    bound = 3 * INTERIOR_MIN_TOKENS_FINISHED_AGAIN * tok._longest_token
     for text in ("".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(6000)), " " * 6000 + "x" + " " * 3000, "=" * 6000):
         session, ids, most = tok.prompt_session(add_special_tokens=False), [], 0
         for k in range(0, len(text), 4):
@@ -580,6 +582,34 @@ def test_a_session_keeps_little_of_a_long_piece_pending(data_dir: Path, model: s
             most = max(most, session._encoder.pending_chars)
         assert ids == ref.encode(text, add_special_tokens=False).ids
         assert most <= bound, f"{ascii(text[:2])}: {most} characters pending, more than {bound}"
+
+
+@pytest.mark.parametrize("model", ["llama3.1", "qwen3"])
+def test_a_session_merges_each_rest_of_a_run_of_one_character_once(data_dir: Path, model: str) -> None:
+    """A session appended a character at a time on a run of one character merged the run's
+    unfinished rest (a few hundred characters) at every append: spaces, 18 us an append with
+    Llama-3.1 (64x one encode of the whole by tokenizers). The same rests come back from cut to cut,
+    and their merges depend on nothing else: the plan remembers them (``StreamPlan.merged``), and
+    a second session on the same run merges no rest it has not seen."""
+    from peek2.serving.stream_engine import plan_of
+
+    path = str(data_dir / "tokenizers" / model / "tokenizer.json")
+    tok, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    merges = plan_of(tok).run_merges
+    for text in ("x" + " " * 3000, "=" * 3000, "e" + "\u0301" * 3000):
+        expected = ref.encode(text, add_special_tokens=False).ids
+        for second in (False, True):
+            known = len(merges)
+            session, ids = tok.prompt_session(add_special_tokens=False), []
+            for char in text:
+                keep, new = session.append(char)
+                del ids[keep:]
+                ids += new
+            assert ids == expected
+            if second:
+                assert len(merges) == known, f"{ascii(text[:2])}: {len(merges) - known} rests merged again"
+            else:
+                assert len(merges) > known
 
 
 @pytest.mark.parametrize("model", ["llama3.2", "gpt4o"])

@@ -35,9 +35,10 @@ Three facts keep most of that work from one append to the next:
    ``StreamEngine._finish_run`` does for a run of one character).
 
 Anything else (a class-0 scalar inside the run, a scalar the reference's Unicode 9 does not know,
-marks of two scanner categories, no stable start found, the rest of a piece sent by rule 3 before
-the run) returns None, and the stream normalizes and encodes the run as usual. Such a
-run is still encoded whole at each finish; a failed try waits until the run has doubled.
+marks of two scanner categories, no stable start found) returns None, and the stream normalizes
+and encodes the run as usual. Such a run is still encoded whole at each finish; a failed try waits
+until the run has doubled. The run may follow the rest of a piece that rule 3 cut (the stream's
+``cont``): the ids before the marks' piece are then that rest merged from its bytes (``cont_from``).
 
 Performance notes: the answer keeps what the last one gave of the pieces before the marks and
 of the first class's final prefix (``same_ids``, the stream's ``finish_stable``): with marks of
@@ -60,13 +61,17 @@ decompose to themselves is filed by class with C calls (``_extend_simple``). Wha
 session above, best of 3, against tokenizers' one encode of the whole text in the same process:
 64K marks 0.105 -> 0.035 s (0.037), 256K 0.79 -> 0.165 s (0.21), where it was 1.01 s before the
 answers kept their first ids. Per append there remain the Python work on the appended marks, the
-merge of the unfinished rest (below ``StreamPlan.interior_min`` characters, plus one append) and
+merge of the unfinished rest (below ``StreamPlan.interior_min_again`` characters, plus one append) and
 one C comparison of the raw run with the memo's. Two classes go through the whole layout at each
 append: 1.68 -> 1.13-1.26 s at 256K marks (tokenizers 0.23-0.27 s), bound by the size of the
 answers. (This memo's first step, against normalizing and merging the whole run at every append:
 ``"e" + "\\u0301\\u0323" * (n // 2)`` appended 1K characters at a time, 20K characters 0.157 ->
 0.016 s (tokenizers 0.009), 80K 1.97 -> 0.075 s (0.043); ``python scripts/bench_growing_session.py``
-gives the table.)
+gives the table.) A session's cut of a long piece before the run (3,000 spaces, then
+``"e" + "\u0301\u0323" * 80_000`` in 100-character appends) sent the run down the whole path at every
+append: 31.5 s, 0.77 s with ``cont_from``. The unfinished rest is cut at ``interior_min_again``
+(256 characters with Qwen) and its merge, for a run of one mark, remembered by the plan
+(``StreamPlan.merged``): one mark appended at a time, 53 -> 8.6 us an append.
 """
 
 from __future__ import annotations
@@ -138,6 +143,7 @@ class MarksRun:
         self.parts: list[_Part] = []
         self.stable: dict[str, int] = {}  # the first characters of a part -> its stable start (-1: none)
         self.answered = 0  # finishes answered this way (for tests and monitoring)
+        self.cont_from = -1  # the last call's (see ids)
         # How many first ids of the last answer are those of the answer before it: the ids of the
         # pieces before the marks (the same ``pieces``) and the first part's final prefix as it
         # was (``_Part.ids`` only grows while its text is kept). The stream passes it on as its
@@ -153,11 +159,16 @@ class MarksRun:
         # run's part only grows at its end, so that an answer needs only its unfinished rest.
         self.steady: _Steady | None = None
 
-    def ids(self, before: str, raw: str, to_session: bool = False) -> list[int] | None:
+    def ids(self, before: str, raw: str, to_session: bool = False, cont_from: int = -1) -> list[int] | None:
         """The ids of ``before + nfc(raw)`` (``before``: the pending normalized text, from a piece
         boundary), or None when the run is not of the form above. ``to_session``: the answer goes
-        to a prompt session (it may be the last answer's list, grown in place)."""
+        to a prompt session (it may be the last answer's list, grown in place). ``cont_from``: -1,
+        or ``before``'s first piece goes on from ids already sent (the stream's ``cont``), and is
+        merged from its bytes from there (its first ``cont_from`` characters were sent)."""
         last, self.last = self.last, None
+        if cont_from != self.cont_from:
+            self.cont_from = cont_from
+            self.pieces = self.steady = None  # (their ids before the marks counted the other way)
         start, length = self.failed
         if length and length <= len(raw) < 2 * length and raw.startswith(start):
             return None
@@ -247,7 +258,7 @@ class MarksRun:
         self.same_ids = len(steady.head_ids) + given
         rest = steady.rest + added
         steady.length += len(added)
-        if len(rest) >= plan.interior_min and steady.length >= memo.retry:
+        if len(rest) >= plan.interior_min_again and steady.length >= memo.retry:
             data = rest.encode("utf-8")
             cut_bytes, more = plan.growing_piece().final_prefix(data, 0)
             if cut_bytes:
@@ -256,7 +267,7 @@ class MarksRun:
             else:
                 memo.retry = 2 * steady.length
         steady.rest = rest
-        merged = plan.tok_engine.merge(rest.encode("utf-8")) if rest else []
+        merged = plan.merged(rest) if rest else []
         if last is not None and len(last) >= self.same_ids:
             del last[self.same_ids :]
             last += memo.ids[given:]
@@ -411,7 +422,20 @@ class MarksRun:
         if q > len(base):
             return None
         head_ids: list[int] = []
-        plan.tok_engine.encode_prefix(base + marks, q, head_ids)
+        cont_from = self.cont_from
+        if cont_from < 0:
+            plan.tok_engine.encode_prefix(base + marks, q, head_ids)
+        elif q == 0:
+            q = cont_from  # the marks' piece is the one that goes on: merged from there, with its part
+        else:
+            # The first piece goes on from ids already sent: merged from its bytes (as the stream's
+            # ``_encode`` does after a rule 3 cut), and the pieces after it up to the marks' as usual.
+            first: int = ends[0][0]
+            if first <= cont_from:
+                return None
+            head_ids = plan.tok_engine.merge(base[cont_from:first].encode("utf-8"))
+            if first < q:
+                plan.tok_engine.encode_prefix(base[first:] + marks, q - first, head_ids)
         self.pieces = (before, starter, q, head_ids)
         return q, head_ids
 
@@ -465,7 +489,7 @@ class MarksRun:
         if not part.startswith(memo.text):
             memo.text, memo.ids, memo.retry = "", [], 0
         p = len(memo.text)
-        if len(part) - p >= plan.interior_min and len(part) >= memo.retry:
+        if len(part) - p >= plan.interior_min_again and len(part) >= memo.retry:
             data = part[p:].encode("utf-8")
             cut_bytes, more = plan.growing_piece().final_prefix(data, 0)
             if cut_bytes:
