@@ -142,6 +142,33 @@ def test_pending_text_of_a_run_stays_bounded(pair: tuple[str, Tokenizer, tokeniz
     assert early >= 0.9 * len(ids)
 
 
+@pytest.mark.parametrize("kind", ["equals", "CJK", "cyrillic", "alternating"])
+@pytest.mark.parametrize("whitespace", [" ", "\t \xa0", "\n  "], ids=["spaces", "mixed", "newline-spaces"])
+def test_pending_text_of_a_run_after_a_long_whitespace_run_stays_bounded(
+    pair: tuple[str, Tokenizer, tokenizers.Tokenizer], kind: str, whitespace: str
+) -> None:
+    """Rule 2 took no piece end between two whitespace characters, since such an end moves while
+    the run grows; but it is final once something else follows the run. After 3,000 spaces, a run
+    of "=" or CJK stayed pending whole behind the last piece end rule 2 would take (the stream's
+    memory bound broken; a session merged it at every append: 14-18x the time for 4x the run)."""
+    name, tok, ref = pair
+    unit = RUNS[kind]
+    limit = tok.stream_encoder()._stream.plan.interior_min
+    text = "x" + (whitespace * 3000)[:3000] + unit * (40 * limit // len(unit)) + " done"
+    chunks = [text[k : k + 100] for k in range(0, len(text), 100)]
+    ids, longest, early = stream(tok, chunks)
+    assert ids == tok.encode(text, False) == ref.encode(text, add_special_tokens=False).ids
+    # (rule 3's threshold plus a chunk, and rule 2 waiting for a doubling: the whitespace run itself)
+    assert longest <= 2 * limit, f"{name} {kind}: {longest} characters pending"
+    assert early >= 0.9 * len(ids)
+    if kind == "equals" and whitespace == " ":
+        session = tok.prompt_session(add_special_tokens=False)
+        for chunk in chunks:
+            session.append(chunk)
+        assert session.ids == ids
+        assert session._encoder.pending_chars < 3 * limit
+
+
 SEVERAL_CATEGORIES = [
     ("gpt4o", "a\u0301"),  # o200k: letters and marks in turn (Y+)
     ("gpt4o", "\u0e01\u0e34\u0e19"),  # Thai without spaces (X*)
