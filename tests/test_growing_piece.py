@@ -388,6 +388,26 @@ def test_session_of_growing_mixed_whitespace(pair: tuple[str, Tokenizer, tokeniz
     assert ratio < 6, f"{name}: 4x the appends took {ratio:.1f}x the time"
 
 
+WHITESPACE_AFTER_WHITESPACE = [(" \n", " "), ("\t ", "\n    "), (" \n", "\t "), ("\t ", " \n")]
+
+
+@pytest.mark.parametrize(("first", "second"), WHITESPACE_AFTER_WHITESPACE, ids=[ascii(f + "|" + s) for f, s in WHITESPACE_AFTER_WHITESPACE])
+def test_session_of_one_whitespace_run_after_another(pair: tuple[str, Tokenizer, tokenizers.Tokenizer], first: str, second: str) -> None:
+    """A prompt session cuts a long whitespace run by rule 3, and its stream keeps the rest as a
+    piece that goes on from ids already sent (``cont``). The memos that keep a finish from merging
+    a long run again (``_finish_run``, ``_finish_piece``) took only a pending text that starts a
+    piece, so a run of other whitespace after it (``" \\n" * 1500`` then spaces) was merged whole
+    at every append: 14-15x the time for 4x the appends, with every family (a bug hunt). They now
+    count the first piece as the stream does."""
+    name, tok, ref = pair
+    rng = random.Random(2327)
+    for tail in ("", "x", "\n", " x"):
+        appended_in_parts(tok, ref, "x" + first * 1500 + second * rng.randint(1000, 3000) + tail, rng)
+    part = (second * 100)[:100]
+    ratio = paired_ratio(lambda: session_ids(tok, ["x", first * 1500] + [part] * 38), lambda: session_ids(tok, ["x", first * 1500] + [part] * 152))
+    assert ratio < 6, f"{name}: 4x the appends took {ratio:.1f}x the time"
+
+
 def test_newlines_after_punctuation_with_o200k(data_dir: Path) -> None:
     """o200k's ``[^\\s\\p{L}\\p{N}]+[\\r\\n/]*`` takes newlines after punctuation: "!" then a run of
     newlines is one growing piece, and rule 3 could not cut it (read from a newline, the scanner

@@ -546,11 +546,14 @@ class StreamEngine:
         # (prefix, the characters the rest may hold, the prefix's ids, made at length, the piece ends at the last newline)
         self.run_memo: tuple[str, str, list[int], i64, bool] | None = None
         self.run_retry: i64 = 0  # pending length below which no memo is tried again
+        # ``head`` if ``cont`` else -1, when run_memo was made (its ids count the first piece that way)
+        self.run_memo_cont: i64 = -1
         # The same for a long last piece of any kind (see _finish_piece), kept across restore():
         # (the text its claims hold for, where its pieces start up to the long one, where the
         # final ids end, those ids)
         self.piece_memo: tuple[str, list[int], i64, list[int]] | None = None
         self.piece_retry: i64 = 0
+        self.piece_memo_cont: i64 = -1  # (as run_memo_cont)
         # The length of a memo's rest (merged at every finish) below which growing the memo is not
         # tried again after a failed try: it doubles. (It was the whole text's length doubling: after
         # one failure at 80K characters the rest grew to 80K, merged at every append.)
@@ -1205,7 +1208,7 @@ class StreamEngine:
         text = self.text
         if text:
             ids: list[int] | None = None
-            if self.finished and self.memos and not self.cont and len(text) >= self.plan.interior_min:
+            if self.finished and self.memos and len(text) >= self.plan.interior_min:
                 ids = self._finish_run(text)
                 if ids is None:
                     ids = self._finish_piece(text)
@@ -1246,6 +1249,9 @@ class StreamEngine:
         plan = self.plan
         n: i64 = len(text)
         memo = self.run_memo
+        cont_from: i64 = self.head if self.cont else -1
+        if memo is not None and self.run_memo_cont != cont_from:
+            memo = self.run_memo = None
         if memo is not None:
             prefix, chars, ids, made, to_newline = memo
             p: i64 = len(prefix)
@@ -1270,6 +1276,7 @@ class StreamEngine:
         if made_memo is None:
             return None
         self.run_memo = made_memo
+        self.run_memo_cont = cont_from
         self.run_retry = 0
         self.memo_retry = 0
         prefix, chars, ids, made, to_newline = made_memo
@@ -1299,6 +1306,9 @@ class StreamEngine:
         stage2, rules = plan.stage2, plan.rules
         n: i64 = len(text)
         memo = self.piece_memo
+        cont_from: i64 = self.head if self.cont else -1
+        if memo is not None and self.piece_memo_cont != cont_from:
+            memo = self.piece_memo = None
         if memo is not None:
             known, starts, p, ids = memo
             self.piece_memo = None  # (unless it holds: below)
@@ -1334,22 +1344,43 @@ class StreamEngine:
         self.piece_retry = 2 * n  # (unless a memo is made below)
         ends: list[int] = self.tok.pattern.split_ends(text)
         start: i64 = ends[len(ends) - 2] if len(ends) >= 2 else 0
+        lead: i64 = len(text[start].encode("utf-8"))  # (the piece's first scalar: no cut before it)
+        if self.cont and start == 0:
+            start, lead = self.head, 0  # the long piece goes on from ids already sent
         if n - start < plan.interior_min:
             return None
         stop = n - 1
         data = text[start:stop].encode("utf-8")
-        cut_bytes, ids = plan.growing_piece().final_prefix(data, len(text[start].encode("utf-8")))
+        cut_bytes, ids = plan.growing_piece().final_prefix(data, lead)
         if cut_bytes == 0:
             return None
-        head: list[int] = []
-        self.engine.encode_prefix(text, start, head)  # the pieces before the long one, as in the whole text
+        head = self._ids_before(text, start)  # the pieces before the long one, as in the whole text
         head.extend(ids)
         p = start + len(data[:cut_bytes].decode("utf-8"))
         self.piece_memo = (text[:stop], [0] + ends[: len(ends) - 1], p, head)
+        self.piece_memo_cont = cont_from
         self.piece_retry = 0
         self.memo_retry = 0
         self.memo_given = len(head)
         return self._run_ids(text, p, n, head)
+
+    def _ids_before(self, text: str, start: i64) -> list[int]:
+        """The ids of the pending ``text``'s pieces before ``start`` (a piece start), as ``_encode``
+        gives them: with ``cont``, the first piece goes on from ids already sent, merged from its
+        bytes (after a rule 3 cut, a long whitespace run or piece after it took the memos' paths
+        only once that piece had ended: " \\n" * 1500 then spaces, 14-15x the time for 4x; a bug hunt)."""
+        ids: list[int] = []
+        if not self.cont:
+            self.engine.encode_prefix(text, start, ids)
+            return ids
+        if start <= self.head:
+            return ids
+        plan = self.plan
+        first: i64 = piece_end(text, 0, len(text), plan.stage2, plan.rules)
+        ids = plan.merged(text[self.head : first])
+        if first < start:
+            self.engine.encode_prefix(text[first:], start - first, ids)
+        return ids
 
     def _piece_stop(self, text: str, p: i64, to_newline: bool) -> i64:
         """Where the growing piece that goes on at ``p`` ends, at the end of ``text``."""
@@ -1396,14 +1427,16 @@ class StreamEngine:
             start, stop, chars = last, n, run
             if text.count(run, start) != n - start or piece_end(text + run, start, n + 1, plan.stage2, plan.rules) != n + 1:
                 return None
+        lead: i64 = len(text[start].encode("utf-8"))  # (the piece's first scalar: no cut before it)
+        if self.cont and start == 0:
+            start, lead = self.head, 0  # the run's piece goes on from ids already sent
         if stop - start < plan.interior_min:
             return None
         data = text[start:stop].encode("utf-8")
-        cut_bytes, ids = plan.growing_piece().final_prefix(data, len(text[start].encode("utf-8")))
+        cut_bytes, ids = plan.growing_piece().final_prefix(data, lead)
         if cut_bytes == 0:
             return None
-        head: list[int] = []
-        self.engine.encode_prefix(text, start, head)  # the pieces before the run's, as in the whole text
+        head = self._ids_before(text, start)  # the pieces before the run's, as in the whole text
         head.extend(ids)
         p = start + len(data[:cut_bytes].decode("utf-8"))
         return (text[:p], chars, head, n, to_newline)
