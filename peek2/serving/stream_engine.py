@@ -1071,6 +1071,12 @@ class StreamEngine:
             # front of the rest (its ids sent; the scanner then reads the rest as after it).
             # A mixed run keeps its head whenever it can: read from a newline, the rest needs it.
             heads = [text[:start], ""] if mixed else ["", text[:start]]
+            if start > 1:
+                # The last scalar before the run alone, where all of them are too many to keep:
+                # o200k's punctuation then newlines ([\r\n/]*), read from a newline, is another
+                # piece (\s*[\r\n]+), and a stream of "<" * 3000 then newlines held all the
+                # newlines (a bug hunt); after one "<" the scanner reads them as after all.
+                heads.append(text[start - 1 : start])
             found = False
             for kept in heads:
                 if len(kept) <= LOCAL_WINDOW and self._same_piece(text, kept + text[cut:], cut - len(kept), ends):
