@@ -169,6 +169,22 @@ def test_pending_text_of_a_run_after_a_long_whitespace_run_stays_bounded(
         assert session._encoder.pending_chars < 3 * limit
 
 
+@pytest.mark.parametrize(("first", "then"), [("\t ", "\n    "), ("\t ", " \n"), (" \t\xa0", "\n\n  ")])
+def test_newlines_after_a_whitespace_run_cut_behind_a_head(pair: tuple[str, Tokenizer, tokenizers.Tokenizer], first: str, then: str) -> None:
+    """Rule 3 cuts a run of whitespace of several kinds as a piece of several categories, keeping
+    a scalar in front of the rest for the scanner (``_loop_cut``'s head). The newline rule then
+    refused to cut the run's \\s*[\\r\\n]+ piece while that head was kept, and the stream held every
+    newline that followed: "\\t " * 1500 then "\\n    " repeated, 20,003 -> 80,003 characters
+    pending for 4x the run (a bug hunt)."""
+    name, tok, ref = pair
+    limit = tok.stream_encoder()._stream.plan.interior_min
+    text = "x" + first * (3000 // len(first)) + then * (40 * limit // len(then)) + "x"
+    ids, longest, early = stream(tok, [text[k : k + 100] for k in range(0, len(text), 100)])
+    assert ids == ref.encode(text, add_special_tokens=False).ids
+    assert longest <= 2 * limit, f"{name}: {longest} characters pending"
+    assert early >= 0.9 * len(ids)
+
+
 SEVERAL_CATEGORIES = [
     ("gpt4o", "a\u0301"),  # o200k: letters and marks in turn (Y+)
     ("gpt4o", "\u0e01\u0e34\u0e19"),  # Thai without spaces (X*)

@@ -927,8 +927,6 @@ class StreamEngine:
         plan = self.plan
         text = self.text
         n = len(text)
-        if self.head:
-            return None
         w = len(text.rstrip(plan.space_chars))  # where the whitespace run starts
         newline = max(text.rfind("\n", w), text.rfind("\r", w))
         if newline < 0:
@@ -940,13 +938,16 @@ class StreamEngine:
         start: i64 = ends[k - 1] if k else 0
         if start < w or newline + 1 - start < 2:
             return None
-        data = text[start : newline + 1].encode("utf-8")
-        growing = plan.growing_piece()
         continued = self.cont and start == 0  # the piece goes on from ids already sent
+        # (after its head, when one is kept for the scanner: a whitespace run that rule 3 cut as a
+        # piece of several categories, " \t" * 1500, then "\n    " repeated, held every newline)
+        low: i64 = self.head if continued else start
+        data = text[low : newline + 1].encode("utf-8")
+        growing = plan.growing_piece()
         cut_bytes, ids = growing.final_prefix(data, 0 if continued else len(text[start].encode("utf-8")))
         if cut_bytes == 0:
             return None
-        cut = start + len(data[:cut_bytes].decode("utf-8"))
+        cut = low + len(data[:cut_bytes].decode("utf-8"))
         if cut > newline:
             return None
         stage2, rules = plan.stage2, plan.rules
@@ -965,6 +966,7 @@ class StreamEngine:
             out.append(shared[token_id])
         self.text = rest
         self.cont = True
+        self.head = 0
         self.run_kind = -1
         self.interior_at = self.interior_floor
         self.rescan_at = max(self.rescan_min, 2 * (n - cut))
