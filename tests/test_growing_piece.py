@@ -311,6 +311,22 @@ def test_session_growing_a_piece_of_several_categories_is_linear(data_dir: Path,
     assert ratio < 6, f"{name} {unit!r}: 4x the appends took {ratio:.1f}x the time"
 
 
+@pytest.mark.parametrize("name", ["llama3.1", "qwen3"])
+def test_a_failed_memo_is_tried_again_soon(data_dir: Path, name: str) -> None:
+    """A finish's memo that found no final prefix waited for the text to double: "\\n" then spaces
+    appended one at a time, the first try (at 2,048 characters) found none, and every append up
+    to 4,096 merged the whole run, 100-170 us each, where the memo answers in 5. It is now tried
+    again when the text has grown by an eighth (``peek2.bpe.growing_piece.retry_after``)."""
+    path = data_dir / "tokenizers" / name / "tokenizer.json"
+    tok, ref = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(str(path))
+    session = tok.prompt_session(add_special_tokens=False)
+    session.append("\n")
+    for _ in range(2800):
+        session.append(" ")
+    assert session.ids == ref.encode("\n" + " " * 2800, add_special_tokens=False).ids
+    assert session._encoder._stream.run_memo is not None
+
+
 @pytest.mark.parametrize("name", ["llama3.1", "qwen3", "gpt4o"])
 def test_session_of_a_newline_then_growing_spaces_is_linear(data_dir: Path, name: str) -> None:
     """Issue 23, item 2's last case: "\n" then a growing run of spaces stays pending (a later newline

@@ -53,6 +53,17 @@ from peek2.bpe.token_prefixes import TokenPrefixes
 SPLIT_TRIES: Final = 4  # boundaries tried, from the right, before giving up until the piece doubles
 ACCEPT_TRIES: Final = 64  # boundaries the caller's ``accept`` may refuse before the search gives up
 LONG_BLOCK_BYTES: Final = BLOCKS_KEPT_ROOM - 8  # LongPieces: the bytes merged at a time (in the kept scratch)
+RETRY_GROWTH: Final = 8
+
+
+def retry_after(length: int, step: int) -> int:
+    """The length at which a memo whose ``final_prefix`` found nothing at ``length`` tries again:
+    ``length`` plus an eighth of it, or ``step`` if more. (At twice the length, a prompt session
+    merged up to twice the failed length at every append until then: Qwen3, "\\n" then spaces
+    appended one at a time, a first try at 2,048 characters failed and the appends up to 4,096
+    took 100-170 us each, where the memo answers in 6.) The tries stay linear in all: a failed
+    one costs about what an append without the memo costs, once per ``length / 8`` characters."""
+    return length + max(step, length // RETRY_GROWTH)
 
 
 class GrowingPiece:

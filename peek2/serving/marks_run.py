@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING, Callable, Final
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
+from peek2.bpe.growing_piece import retry_after
 from peek2.normalize.nfc import nfc
 from peek2.normalize.nfc_late import LATE
 from peek2.pretokenize.scanner import category
@@ -265,7 +266,7 @@ class MarksRun:
                 memo.ids += more
                 rest = rest[len(data[:cut_bytes].decode("utf-8")) :]
             else:
-                memo.retry = 2 * steady.length
+                memo.retry = retry_after(steady.length, plan.memo_step)
         steady.rest = rest
         merged = plan.merged(rest) if rest else []
         if last is not None and len(last) >= self.same_ids:
@@ -497,6 +498,6 @@ class MarksRun:
                 p += len(data[:cut_bytes].decode("utf-8"))
                 memo.text = part[:p]
             else:
-                memo.retry = 2 * len(part)
+                memo.retry = retry_after(len(part), plan.memo_step)
         out += memo.ids[given:] if given else memo.ids
         return part[p:]

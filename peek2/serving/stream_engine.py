@@ -122,7 +122,7 @@ import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 from mypy_extensions import i64
 
 from peek2.bpe.merger import BytePairEncoder
-from peek2.bpe.growing_piece import GrowingPiece, LongPieces
+from peek2.bpe.growing_piece import GrowingPiece, LongPieces, retry_after
 from peek2.serving.marks_run import MarksRun
 from peek2.pretokenize.scanner import (
     RULE_SLASH_AFTER_PUNCT,
@@ -555,7 +555,7 @@ class StreamEngine:
         self.piece_retry: i64 = 0
         self.piece_memo_cont: i64 = -1  # (as run_memo_cont)
         # The length of a memo's rest (merged at every finish) below which growing the memo is not
-        # tried again after a failed try: it doubles. (It was the whole text's length doubling: after
+        # tried again after a failed try (``retry_after``). (It was the whole text's length doubling: after
         # one failure at 80K characters the rest grew to 80K, merged at every append.)
         self.memo_retry: i64 = 0
         # How many first ids of the last finish's result are the memo's (0: it did not start with
@@ -1251,8 +1251,8 @@ class StreamEngine:
         the merge of the rest of the piece, plus the piece after the last newline. The memo made on
         the piece after the last newline holds while no newline comes (one would join it to the
         piece before). A text of another form finds the memo invalid and makes a new one; a failed
-        attempt waits until the text has doubled, and a failed attempt to grow the memo until its
-        rest has doubled.
+        attempt waits until the text has grown by an eighth, and a failed attempt to grow the memo
+        until its rest has (``retry_after``).
         """
         plan = self.plan
         n: i64 = len(text)
@@ -1275,11 +1275,11 @@ class StreamEngine:
                         self.run_memo = (text[:p], chars, ids, n, to_newline)
                         self.memo_retry = 0
                     else:
-                        self.memo_retry = 2 * (end - p)
+                        self.memo_retry = retry_after(end - p, plan.memo_step)
                 return self._run_ids(text, p, end, ids)
         if n < self.run_retry:
             return None
-        self.run_retry = 2 * n  # (unless a memo is made below)
+        self.run_retry = retry_after(n, plan.memo_step)  # (unless a memo is made below)
         made_memo = self._run_memo(text)
         if made_memo is None:
             return None
@@ -1340,7 +1340,7 @@ class StreamEngine:
                             p += len(data[:cut_bytes].decode("utf-8"))
                             self.memo_retry = 0
                         else:
-                            self.memo_retry = 2 * (end - p)
+                            self.memo_retry = retry_after(end - p, plan.memo_step)
                     self.piece_memo = (known, starts, p, ids)
                     # The last finish's result began with the memo's first ``given_before`` ids
                     # (the memo only grows while it holds), and this one begins with all of them.
@@ -1349,7 +1349,7 @@ class StreamEngine:
                     return self._run_ids(text, p, end, ids)
         if n < self.piece_retry:
             return None
-        self.piece_retry = 2 * n  # (unless a memo is made below)
+        self.piece_retry = retry_after(n, plan.memo_step)  # (unless a memo is made below)
         ends: list[int] = self.tok.pattern.split_ends(text)
         start: i64 = ends[len(ends) - 2] if len(ends) >= 2 else 0
         lead: i64 = len(text[start].encode("utf-8"))  # (the piece's first scalar: no cut before it)
