@@ -351,6 +351,22 @@ def test_session_of_a_newline_then_growing_spaces_is_linear(data_dir: Path, name
     assert ratio < 6, f"{name}: 4x the appends took {ratio:.1f}x the time"
 
 
+
+@pytest.mark.parametrize("name", ["llama3.1", "qwen3", "gpt4o"])
+def test_session_of_a_held_run_fed_a_character_at_a_time_is_linear_below_rule_three(data_dir: Path, name: str) -> None:
+    """The run above, appended one character at a time and shorter than rule 3's first threshold
+    (16 of the longest token's bytes, 2,048 characters): a session's answer merged the whole
+    pending run at every append, as its memo paths started at that threshold (Llama-3.1, 500 then
+    2,000 characters: 16.8x the time, 45 us an append at the end). They start at the threshold a
+    session's stream cuts at (``INTERIOR_MIN_TOKENS_FINISHED_AGAIN``)."""
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / name / "tokenizer.json")
+    for head, size in (("\n", 2000), ("x\n", 700), ("\n\n", 300)):
+        text = head + " " * size
+        assert session_ids(tok, list(text)) == tok.encode(text, False), (name, ascii(head), size)
+        assert session_ids(tok, list(text) + ["\n", "y"]) == tok.encode(text + "\ny", False), (name, ascii(head), size)
+    ratio = paired_ratio(lambda: session_ids(tok, list("\n" + " " * 500)), lambda: session_ids(tok, list("\n" + " " * 2000)))
+    assert ratio < 7, f"{name}: 4x the appends took {ratio:.1f}x the time"
+
 def test_rule_three_keeps_its_promise_on_random_runs(data_dir: Path) -> None:
     """Random runs over small alphabets of one category (where merges interact the most), cut at
     random, against the whole encode."""
