@@ -52,6 +52,7 @@ if str(ROOT) not in sys.path:
 
 from peek2 import PATTERNS, Tokenizer  # noqa: E402
 from peek2.serving.aio import async_encode  # noqa: E402
+from timing import reference_versions  # noqa: E402  (scripts/, this file's folder)
 
 DATA = ROOT.parent / "shared" / "data"
 Case = tuple[str, Callable[[], object], Callable[[], object], Callable[[], None] | None]
@@ -263,6 +264,7 @@ def main() -> int:
     parser.add_argument("--only", choices=["", "rank", "decode", "offsets", "long", "async", "stream", "session", "vocab"], default="")
     args = parser.parse_args()
     print(f"CPU seconds, medians of {args.runs} interleaved runs; ratio = reference / peek2")
+    print(reference_versions())
     print(f"  {'case':44} {'peek2':>8} {'reference':>10} {'ratio':>7}")
     for label, ours, reference, before in cases(args.data, args.only):
         mine, theirs = cpu_medians(ours, reference, args.runs, before)

@@ -146,7 +146,7 @@ def main() -> int:
                 differ[name] += sum(a != b for a, b in zip(results[name], expected))
         sizes.append((len(documents), nbytes))
     state = "new tokenizers each (cold)" if args.cold else "the same tokenizers throughout"
-    print(describe(args) + f" on new documents each, {state}, pinned to CPU {args.cpu}")
+    print(describe(args).replace("\n", f" on new documents each, {state}, pinned to CPU {args.cpu}\n", 1))
     documents_, nbytes_ = sizes[-1]
     agree = ", ".join(f"{name.split()[0]} {count}" for name, count in differ.items() if count) or "none"
     print(f"\n{args.runs} sets of about {nbytes_ / 1e6:.2f} MB ({documents_} documents in the last); documents whose ids differ from tokenizers': {agree}")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import regex  # noqa: E402
 from corpora import ALL_CORPORA, DEFAULT_DATA, sentence_corpus, text_corpus  # noqa: E402
-from timing import interleaved, table  # noqa: E402
+from timing import interleaved, reference_versions, table  # noqa: E402
 from tokenizers import Regex, pre_tokenizers  # noqa: E402
 
 import peek2  # noqa: E402
@@ -72,6 +72,7 @@ def main() -> int:
         f"python {platform.python_version()}, {os.cpu_count()} cpus, peek2 compiled: {peek2.COMPILED}, "
         f"family {args.family}, median of {args.runs} interleaved runs"
     )
+    print(reference_versions())
     for name in args.corpus or ALL_CORPORA:
         if name == "sentences":
             texts = sentence_corpus(args.data)

@@ -76,5 +76,19 @@ def describe(args: argparse.Namespace) -> str:
 
     return (
         f"python {platform.python_version()}, {os.cpu_count()} cpus, peek2 compiled: {peek2.COMPILED}, "
-        f"model {args.model}, median of {args.runs} interleaved runs"
+        f"model {args.model}, median of {args.runs} interleaved runs\n{reference_versions()}"
     )
+
+
+def reference_versions() -> str:
+    """The versions of the engines peek2 is timed against: the ratios move with them (tiktoken
+    0.13 made its regex about 3x faster on English; the README's figures name the versions)."""
+    from importlib import metadata
+
+    found = []
+    for name in ("tokenizers", "tiktoken", "fastokens", "tokie", "regex"):
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return "references: " + ", ".join(found)
