@@ -1,6 +1,6 @@
 """Encode throughput: peek2's Tokenizer against tokenizers, tiktoken, and fastokens and tokie if installed.
 
-    python scripts/bench_encode.py [--model llama3.1] [--runs 5] [--corpus english ...]
+    python scripts/bench_encode.py [--model llama3.1] [--runs 5] [--corpus english ...] [--grouped]
 
 All engines load the same Llama-3 vocabulary: tokenizers and peek2 the tokenizer.json,
 tiktoken an ``Encoding`` from the tokenizer.model ranks and the same pattern. Every run of
@@ -97,7 +97,7 @@ def main() -> int:
         for engine in ("peek2", "peek2 (warm cache)", "tiktoken"):
             assert engine not in differ, (name, engine, "ids differ from tokenizers")
         runs = {engine: (lambda e=encode: [e(t) for t in texts]) for engine, encode in engines.items()}
-        seconds = interleaved(runs, args.runs, before=ours._engine.cache.clear)
+        seconds = interleaved(runs, args.runs, before=ours._engine.cache.clear, grouped=args.grouped)
         agree = "ids identical in all engines" if not differ else f"ids identical except: {differ} texts differ"
         print(f"\n{name}: {nbytes / 1e6:.2f} MB in {len(texts)} text(s); {agree}")
         print(table(nbytes, seconds, baselines))

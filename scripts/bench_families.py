@@ -81,7 +81,7 @@ def main() -> int:
             for encoding in tiktokens:
                 assert encoders[f"peek2 {encoding}"](text) == encoders[f"tiktoken {encoding}"](text), (name, encoding)
         runs = {engine: (lambda e=encode: [e(t) for t in texts]) for engine, encode in encoders.items()}
-        seconds = interleaved(runs, args.runs, before=clear)
+        seconds = interleaved(runs, args.runs, before=clear, grouped=args.grouped)
         rate = {engine: nbytes / statistics.median(times) / 1e6 for engine, times in seconds.items()}
         # Each round's ratio, then their median: a drift of the machine between rounds cancels.
         ratios = [

@@ -12,22 +12,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
-def interleaved(engines: dict[str, Callable[[], object]], rounds: int, before: Callable[[], None] | None = None) -> dict[str, list[float]]:
+def interleaved(
+    engines: dict[str, Callable[[], object]], rounds: int, before: Callable[[], None] | None = None, grouped: bool = False
+) -> dict[str, list[float]]:
     """Seconds of each engine in each round; the engines take turns so drift hits all alike.
+
+    With ``grouped`` each engine runs its rounds one after another instead (``--grouped``): then
+    its tables stay in the CPU caches from round to round, as in a process that only tokenizes,
+    where taking turns gives each run the caches the engine before it left (peek2 loses more
+    there than tiktoken: see the README's "Tables out of the CPU caches").
 
     Each run starts from a collected heap (``gc.collect()``, untimed, after ``before``): a full
     collection set off by the previous engine's garbage otherwise lands on whichever engine runs
     next (``peek2.split`` of the 20,000 sentences measured 16-68 MB/s in one run). Each engine still
     pays the collections its own objects set off, and the freeing of what it returns."""
     seconds: dict[str, list[float]] = {name: [] for name in engines}
-    for _ in range(rounds):
-        for name, run in engines.items():
-            if before is not None:
-                before()
-            gc.collect()
-            start = time.perf_counter()
-            run()
-            seconds[name].append(time.perf_counter() - start)
+    order = [name for name in engines for _ in range(rounds)] if grouped else [name for _ in range(rounds) for name in engines]
+    for name in order:
+        if before is not None:
+            before()
+        gc.collect()
+        start = time.perf_counter()
+        engines[name]()
+        seconds[name].append(time.perf_counter() - start)
     return seconds
 
 
@@ -52,6 +59,7 @@ def model_arguments(doc: str, model: str, runs: int, corpora: Sequence[str]) -> 
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="XNLI folder")
     parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--corpus", action="append", choices=corpora)
+    parser.add_argument("--grouped", action="store_true", help="each engine's runs one after another, not taking turns")
     return parser
 
 
@@ -76,7 +84,7 @@ def describe(args: argparse.Namespace) -> str:
 
     return (
         f"python {platform.python_version()}, {os.cpu_count()} cpus, peek2 compiled: {peek2.COMPILED}, "
-        f"model {args.model}, median of {args.runs} interleaved runs\n{reference_versions()}"
+        f"model {args.model}, median of {args.runs} {'grouped' if getattr(args, 'grouped', False) else 'interleaved'} runs\n{reference_versions()}"
     )
 
 
