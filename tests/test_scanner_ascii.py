@@ -1,6 +1,7 @@
-"""``scanner.ascii_word_end`` (the encode loop's reading of words from a text's ASCII bytes) gives
-``piece_end``'s end wherever it gives one, for every family, at every position of random texts
-whose ASCII windows are cut anywhere, and gives one for most pieces of English."""
+"""``scanner.ascii_piece_end`` (the encode loop's reading of words, numbers and punctuation from a
+text's ASCII bytes) gives ``piece_end``'s end wherever it gives one, for every family, at every
+position of random texts whose ASCII windows are cut anywhere, and gives one for most pieces of
+English and JSON."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def random_text(rng: random.Random) -> str:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_ascii_word_end_agrees_with_piece_end(family: str) -> None:
+def test_ascii_piece_end_agrees_with_piece_end(family: str) -> None:
     pattern = Peek2Pattern(family)
     stage2, rules = pattern._stage2, pattern._rules
     rng = random.Random(f"ascii-{family}")
@@ -49,25 +50,28 @@ def test_ascii_word_end_agrees_with_piece_end(family: str) -> None:
         end = rng.randrange(offset + 1, stop + 1) if rng.random() < 0.5 else stop
         data = text[offset:end].encode("ascii")
         for i in range(offset, end):
-            found = scanner.ascii_word_end(text, data, offset, i, n, stage2, rules)
+            found = scanner.ascii_piece_end(text, data, offset, i, n, stage2, rules)
             if found >= 0:
                 given += 1
                 assert found == scanner.piece_end(text, i, n, stage2, rules), (family, ascii(text), offset, end, i)
-    if scanner.reads_ascii_words(rules):
+    if scanner.reads_ascii_pieces(rules):
         assert given > 5_000, (family, given)
     else:
         assert given == 0, (family, given)
 
 
 @pytest.mark.parametrize("family", ["llama3", "o200k"])
-def test_most_pieces_of_english_are_read_from_bytes(family: str) -> None:
+def test_most_pieces_of_english_and_json_are_read_from_bytes(family: str) -> None:
     pattern = Peek2Pattern(family)
     stage2, rules = pattern._stage2, pattern._rules
-    text = "We're here, and THEY'LL say: the OpenAI API's \"JSONDecoder\" isn't 42 or 3.14 -- it's fine.\n" * 20
-    data = text.encode("ascii")
-    starts = [0] + pattern.split_ends(text)[:-1]
-    read = [i for i in starts if scanner.ascii_word_end(text, data, 0, i, len(text), stage2, rules) >= 0]
-    assert len(read) > 0.4 * len(starts), (family, len(read), len(starts))
+    for text in (
+        "We're here, and THEY'LL say: the OpenAI API's \"JSONDecoder\" isn't 42 or 3.14 -- it's fine.\n" * 20,
+        '{"id": 12345, "name": "x", "tags": [1, 2, 3], "ok": true}\n' * 20,
+    ):
+        data = text.encode("ascii")
+        starts = [0] + pattern.split_ends(text)[:-1]
+        read = [i for i in starts if scanner.ascii_piece_end(text, data, 0, i, len(text), stage2, rules) >= 0]
+        assert len(read) > 0.7 * len(starts), (family, len(read), len(starts))
 
 
 @pytest.mark.parametrize("name", ["llama3.1", "gpt4o", "qwen3"])

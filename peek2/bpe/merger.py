@@ -297,7 +297,7 @@ from librt.strings import BytesWriter, read_i64_le, write_i16_le, write_i32_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
-from peek2.pretokenize.scanner import ascii_word_end, piece_end, reads_ascii_words, surrogate_error
+from peek2.pretokenize.scanner import ascii_piece_end, piece_end, reads_ascii_pieces, surrogate_error
 from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, MergeTable, filter_word_bits, fold_key
 from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
 
@@ -699,7 +699,7 @@ class BytePairEncoder:
         # Windows of the text: the ASCII bytes of the one at window_start (empty if it is not
         # ASCII), whose pieces ending by ascii_end are keyed from them (ascii_key). A whole text
         # is one window; a longer one that is not ASCII is tested ASCII_WINDOW code points at a time.
-        ascii_words = reads_ascii_words(rules)
+        ascii_pieces = reads_ascii_pieces(rules)
         window = b""
         window_start: i64 = 0
         window_end: i64 = n
@@ -711,8 +711,8 @@ class BytePairEncoder:
             window_end = 0
         while i < stop:
             end: i64 = -1
-            if ascii_words and i >= window_start and i - window_start < len(window):
-                end = ascii_word_end(text, window, window_start, i, n, stage2, rules)  # (words only; -1 otherwise)
+            if ascii_pieces and i >= window_start and i - window_start < len(window):
+                end = ascii_piece_end(text, window, window_start, i, n, stage2, rules)  # (-1: whitespace, or not known)
             if end < 0:
                 end = piece_end(text, i, n, stage2, rules)
             key: i64 = 0  # i64, not int: the slot arithmetic below must stay native

@@ -50,19 +50,24 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
   51.3M (a first form, a copy of ``_run_end``'s loop with the a-z test in front, gave 53.0M, and
   26.9 -> 25.2 ms a megabyte, fastest of 8 alternated processes of each build; an ASCII range
   argument of ``_run_end`` gave 54.0M).
-- The encode loop (``peek2.bpe.merger``) reads the words of an ASCII stretch of text from its bytes
-  (``ascii_word_end``: the classic and cased shapes; any other piece, and a word that reaches the
-  end of the bytes before the end of the text, is ``piece_end``'s). ``ord(text[j])`` works out the
-  str's kind and data pointer at each scalar: a loop over a-z in a compiled test ran at 1,170 MB/s
-  over a str and 2,730 over its bytes, and a loop of letter runs 367 and 523. Encode with the
-  piece cache emptied, MB/s (CPU medians of 7 in a process, three processes of each build
-  alternated): Llama-3.1 English 86.5-90.8 -> 98.7-104.8, code 80.9-83.5 -> 85.6-86.0; o200k_base
-  English 79.7-83.6 -> 90.9-99.2, code unchanged (76-84 both); XNLI and the sentences unchanged
-  (their texts are rarely ASCII). Words are 54-55% of the pieces of code and most of English.
-  In ``scripts/bench_encode.py`` and ``bench_families.py``, whose engines take turns (each run
-  finds peek2's tables out of the CPU caches: English there 58-65 MB/s, against 90-105 here),
-  the gain was within the runs' spread; o200k English against tiktoken 0.14 alone, taking turns
-  with it (7 rounds): 65.7 -> 74.0 MB/s, 1.88x -> 2.10x.
+- The encode loop (``peek2.bpe.merger``) reads the pieces of an ASCII stretch of text from its
+  bytes (``ascii_piece_end``: words, numbers and punctuation of the classic and cased shapes; a
+  whitespace piece, and a piece that reaches the end of the bytes before the end of the text, is
+  ``piece_end``'s). ``ord(text[j])`` works out the str's kind and data pointer at each scalar: a
+  loop over a-z in a compiled test ran at 1,170 MB/s over a str and 2,730 over its bytes, and a
+  loop of letter runs 367 and 523. Encode with the piece cache emptied, CPU medians of 7 in a
+  process, processes of the two builds alternated: Llama-3.1 English 86.5-90.8 -> 98.7-104.8
+  MB/s with words alone, code 80.9-83.5 -> 85.6-86.0; o200k_base English 79.7-83.6 -> 90.9-99.2.
+  Words alone made a piece of digits or punctuation read twice (its first two scalars here, then
+  the scanner): 300K characters of random digits 6-17% slower, a JSON record repeated 8-9%.
+  With numbers and punctuation read here too, against the build before any of it: JSON 3.34-3.42
+  -> 2.47-2.56 ms, random digits (Llama-3.1) 5.35-5.54 -> 4.51-4.61 ms, random punctuation
+  11.1-11.5 -> 10.6-11.0 ms, English (a busier hour) 77-83 -> 92-97 MB/s. XNLI and the sentences
+  are unchanged (their texts are rarely ASCII). In ``scripts/bench_encode.py`` and
+  ``bench_families.py``, whose engines take turns (each run finds peek2's tables out of the CPU
+  caches: English there 58-65 MB/s, against 90-105 here), the gain was within the runs' spread;
+  o200k English against tiktoken 0.14 alone, taking turns with it (7 rounds): 65.7 -> 74.0
+  MB/s, 1.88x -> 2.10x.
 - DeepSeek-V3's word loop goes through ``_run_end`` too (the segment's kind in its three
   categories): ``piece_count`` of English 6.02 -> 5.88 ms (best of 7 in a process, two processes
   of each build alternated). A loop of its own gave 5.34 ms, but wrote the lookup out a fourth
@@ -334,26 +339,29 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
     return _deepseek_piece_end(text, i, n, stage2)
 
 
-def reads_ascii_words(rules: i64) -> bool:
-    """Whether ``ascii_word_end`` knows the words of this family's shape (classic and cased)."""
+def reads_ascii_pieces(rules: i64) -> bool:
+    """Whether ``ascii_piece_end`` knows the pieces of this family's shape (classic and cased)."""
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
     return shape == SHAPE_CLASSIC or shape == SHAPE_CASED
 
 
-def ascii_word_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
-    """``piece_end(text, i, n, stage2, rules)`` when the piece at ``i`` is a word of the classic or
-    the cased shape, read from ``data``, the ASCII bytes of ``text[offset:offset + len(data)]``
-    (``offset <= i``); -1 for any other piece, or when its end is not known from ``data`` alone
-    (it reaches the end of ``data`` before the end of the text: a letter may follow).
+def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
+    """``piece_end(text, i, n, stage2, rules)`` for a word, a number or a punctuation piece of the
+    classic or the cased shape, read from ``data``, the ASCII bytes of ``text[offset:offset +
+    len(data)]`` (``offset <= i``); -1 for a whitespace piece, or when the end is not known from
+    ``data`` alone (the piece reaches the end of ``data`` before the end of the text: a letter,
+    a digit or a mark may follow).
 
-    Words (a letter run and its optional prefix) are most pieces of English and of code, and
-    reading bytes costs less than ``ord(text[j])``, which finds the str's kind and data again at
-    each scalar (see the performance notes). In ASCII the cased shape's letters are a-z (Ll)
-    and A-Z (Lu) only, and the classic shape's are CAT_LETTER: tests/test_codepoints.py checks
-    every ASCII scalar's category, and tests/test_scanner_ascii.py this function against
-    ``piece_end`` at every position of random texts cut anywhere.
+    Those are most pieces of English, code and JSON, and reading bytes costs less than
+    ``ord(text[j])``, which finds the str's kind and data again at each scalar (see the
+    performance notes). In ASCII the cased shape's letters are a-z (Ll) and A-Z (Lu) only, the
+    classic shape's are CAT_LETTER, and no scalar is a mark: tests/test_codepoints.py checks every
+    ASCII scalar's category, and tests/test_scanner_ascii.py this function against ``piece_end``
+    at every position of random texts cut anywhere.
     """
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
+    if shape != SHAPE_CLASSIC and shape != SHAPE_CASED:
+        return -1
     size: i64 = len(data)
     at: i64 = i - offset
     whole = offset + size == n  # (data reaches the end of the text)
@@ -363,8 +371,20 @@ def ascii_word_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: 
         c1 = stage2[data[at + 1]]
     elif not whole:
         return -1
+    if c0 == CAT_NUMBER:  # \p{N}{1,digits}, in both shapes
+        limit = at + (rules & RULE_DIGITS)
+        j = at + 1
+        while j < size and j < limit and stage2[data[j]] == CAT_NUMBER:
+            j += 1
+        if j == size and j < limit and not whole:
+            return -1
+        return offset + j
+    slash = False
     if shape == SHAPE_CLASSIC:
-        if DISPATCH[c0 * CAT_STRIDE + c1] != BR_WORD:
+        branch = DISPATCH[c0 * CAT_STRIDE + c1]
+        if branch == BR_PUNCT:
+            return _ascii_punct_end(data, offset, at + 1, size, whole, stage2, False)
+        if branch != BR_WORD:
             return -1
         if c1 != CAT_LETTER:
             return i + 1
@@ -374,13 +394,14 @@ def ascii_word_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: 
         if j == size and not whole:
             return -1
         return offset + j
-    if shape != SHAPE_CASED:
-        return -1
     p = at
     if c0 != CAT_LOWER and c0 != CAT_UPPER:
         if not (c1 == CAT_LOWER or c1 == CAT_UPPER) or not (
             c0 == CAT_OTHER or c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_APOSTROPHE
         ):
+            if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE)):
+                slash = (rules & RULE_SLASH_AFTER_PUNCT) != 0
+                return _ascii_punct_end(data, offset, at + 1, size, whole, stage2, slash)
             return -1
         p = at + 1
     # X*Y+ or X+Y*: in ASCII X is A-Z and Y is a-z, and no scalar is in both.
@@ -399,6 +420,24 @@ def ascii_word_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: 
         if suffix >= 0:
             return suffix
     return end
+
+
+def _ascii_punct_end(data: bytes, offset: i64, j: i64, size: i64, whole: bool, stage2: bytes, slash: bool) -> i64:
+    """``ascii_piece_end`` of `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``) whose run
+    goes on from ``j``; -1 if it reaches the end of ``data`` before the end of the text."""
+    while j < size:
+        c = stage2[data[j]]
+        if c != CAT_OTHER and c != CAT_APOSTROPHE:
+            break
+        j += 1
+    while j < size:
+        b = data[j]
+        if b != 0x0A and b != 0x0D and not (slash and b == 0x2F):
+            break
+        j += 1
+    if j == size and not whole:
+        return -1
+    return offset + j
 
 
 def _classic_piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
