@@ -87,3 +87,16 @@ def test_encode_of_ascii_windows_next_to_other_scripts(data_dir, name: str) -> N
         words = [rng.choice(["word", "Word", "WORD", "caf", "\u00e9t\u00e9", "na\u00efve", "x", "I'M", "don't", " ", "\n", "4096", "\u4e2d\u6587"]) for _ in range(3_000)]
         text = " ".join(words)
         assert ours.encode(text, False) == ref.encode(text, add_special_tokens=False).ids
+
+
+def test_gpt2_encode_of_ascii_windows_next_to_other_scripts(data_dir) -> None:  # type: ignore[no-untyped-def]
+    """The same with GPT-2's files (its pattern: lowercase contractions, a space as the only prefix,
+    numbers of any length), against tokenizers' ``ByteLevel(use_regex=true)``."""
+    from compliance.reference import reference_and_peek2
+
+    ref, ours = reference_and_peek2(str(data_dir / "tokenizers" / "gpt2" / "encoder.json"))
+    rng = random.Random("gpt2")
+    for _ in range(20):
+        words = [rng.choice(["word", "Word", "WORD", "'s", "'S", "'re", "'ll", "'x", "\u00e9t\u00e9", "x", "don't", " ", "\n", "1234567890", "$$", "!?", "\u4e2d\u6587"]) for _ in range(3_000)]
+        text = " ".join(words)
+        assert ours.encode(text, False) == ref.encode(text, add_special_tokens=False).ids

@@ -62,7 +62,9 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
   the scanner): 300K characters of random digits 6-17% slower, a JSON record repeated 8-9%.
   With numbers and punctuation read here too, against the build before any of it: JSON 3.34-3.42
   -> 2.47-2.56 ms, random digits (Llama-3.1) 5.35-5.54 -> 4.51-4.61 ms, random punctuation
-  11.1-11.5 -> 10.6-11.0 ms, English (a busier hour) 77-83 -> 92-97 MB/s. XNLI and the sentences
+  11.1-11.5 -> 10.6-11.0 ms, English (a busier hour) 77-83 -> 92-97 MB/s; GPT-2's pattern
+  (``_ascii_gpt2_piece_end``) English 82.5-88.3 -> 90.5-100.8, JSON 101-103 -> 124-127, code
+  78-79 -> 78-83 MB/s (medians of 9, three processes of each build). XNLI and the sentences
   are unchanged (their texts are rarely ASCII). In ``scripts/bench_encode.py`` and
   ``bench_families.py``, whose engines take turns (each run finds peek2's tables out of the CPU
   caches: English there 58-65 MB/s, against 90-105 here), the gain was within the runs' spread;
@@ -340,9 +342,10 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
 
 
 def reads_ascii_pieces(rules: i64) -> bool:
-    """Whether ``ascii_piece_end`` knows the pieces of this family's shape (classic and cased)."""
+    """Whether ``ascii_piece_end`` knows the pieces of this family's shape (classic, cased, and
+    GPT-2's without its digits apart)."""
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
-    return shape == SHAPE_CLASSIC or shape == SHAPE_CASED
+    return shape == SHAPE_CLASSIC or shape == SHAPE_CASED or (shape == SHAPE_GPT2 and (rules & RULE_DIGITS) != 1)
 
 
 def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
@@ -360,7 +363,7 @@ def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2:
     at every position of random texts cut anywhere.
     """
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
-    if shape != SHAPE_CLASSIC and shape != SHAPE_CASED:
+    if not reads_ascii_pieces(rules):
         return -1
     size: i64 = len(data)
     at: i64 = i - offset
@@ -371,6 +374,8 @@ def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2:
         c1 = stage2[data[at + 1]]
     elif not whole:
         return -1
+    if shape == SHAPE_GPT2:
+        return _ascii_gpt2_piece_end(data, offset, at, size, whole, stage2, c0, c1)
     if c0 == CAT_NUMBER:  # \p{N}{1,digits}, in both shapes
         limit = at + (rules & RULE_DIGITS)
         j = at + 1
@@ -420,6 +425,41 @@ def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2:
         if suffix >= 0:
             return suffix
     return end
+
+
+def _ascii_gpt2_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: bool, stage2: bytes, c0: i64, c1: i64) -> i64:
+    """``ascii_piece_end`` of GPT-2's pattern (``_gpt2_piece_end``): a lowercase contraction, or a
+    run of letters, of numbers or of punctuation after an optional U+0020; -1 for whitespace."""
+    if data[at] == CP_APOSTROPHE and c1 == CAT_LETTER:
+        c = data[at + 1]
+        if c == 0x73 or c == 0x74 or c == 0x6D or c == 0x64:  # s t m d
+            return offset + at + 2
+        if at + 2 < size:
+            c2 = data[at + 2]
+            if (c == 0x72 or c == 0x76) and c2 == 0x65 or c == 0x6C and c2 == 0x6C:  # re ve ll
+                return offset + at + 3
+        elif not whole:
+            return -1
+    j = at
+    if c0 == CAT_SPACE and (c1 == CAT_LETTER or c1 == CAT_NUMBER or c1 == CAT_OTHER or c1 == CAT_APOSTROPHE):
+        j = at + 1  # the " ?" of the next three alternatives
+        c0 = c1
+    if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE:
+        first: i64 = CAT_OTHER
+        second: i64 = CAT_APOSTROPHE
+    elif c0 == CAT_LETTER or c0 == CAT_NUMBER:
+        first = second = c0
+    else:
+        return -1
+    j += 1
+    while j < size:
+        c = stage2[data[j]]
+        if c != first and c != second:
+            break
+        j += 1
+    if j == size and not whole:
+        return -1
+    return offset + j
 
 
 def _ascii_punct_end(data: bytes, offset: i64, j: i64, size: i64, whole: bool, stage2: bytes, slash: bool) -> i64:
