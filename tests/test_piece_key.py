@@ -10,13 +10,15 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, ascii_key, piece_key, word_count
+from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, latin1_key, piece_key, word_count
 
 from conftest import fuzz_examples
 
@@ -98,19 +100,25 @@ def test_exact_keys_injective_fuzzed(pieces: list[str]) -> None:
     check_injective(pieces)
 
 
-def test_ascii_keys_are_piece_keys() -> None:
-    """``ascii_key`` (an ASCII piece keyed from bytes, 8 at a time) gives ``piece_key``'s key and
-    words for every length up to CACHE_MAX_CHARS, wherever the piece sits in its window."""
-    rng = random.Random(8)
+@pytest.mark.parametrize("top", [128, 256])
+def test_latin1_keys_are_piece_keys(top: int) -> None:
+    """``latin1_key`` (a Latin-1 piece keyed from bytes, 8 at a time) gives ``piece_key``'s key and
+    words for every length up to CACHE_MAX_CHARS, wherever the piece sits in its window: ASCII
+    pieces, and pieces with scalars up to U+00FF (8 of them are hashed unless all are ASCII)."""
+    rng = random.Random(f"keys-{top}")
     words = vec[i64]([0] * KEY_WORDS)
     for trial in range(30_000):
         n = trial % CACHE_MAX_CHARS + 1 if trial < 3 * CACHE_MAX_CHARS else rng.randint(1, 12)
-        piece = "".join(chr(rng.choice((0, 0x7F, rng.randrange(128)))) for _ in range(n))
-        before = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 9)))
-        after = "".join(chr(rng.randrange(128)) for _ in range(8 + rng.randint(0, 9)))
+        high = rng.random() < 0.3  # (one scalar at most above 127 in some pieces)
+        piece = "".join(chr(rng.choice((0, 0x7F, top - 1, rng.randrange(128 if high else top)))) for _ in range(n))
+        if high and top > 128:
+            at = rng.randrange(n)
+            piece = piece[:at] + chr(rng.randrange(128, 256)) + piece[at + 1 :]
+        before = "".join(chr(rng.randrange(top)) for _ in range(rng.randint(0, 9)))
+        after = "".join(chr(rng.randrange(top)) for _ in range(8 + rng.randint(0, 9)))
         expected = key(piece)
         expected_words = [WORDS[i] for i in range(word_count(expected))] if expected < EXACT_KEY else []
-        got = ascii_key((before + piece + after).encode("ascii"), len(before), n, words)
+        got = latin1_key((before + piece + after).encode("latin-1"), len(before), n, words)
         assert got == expected, (piece, hex(got), hex(expected))
         assert [words[i] for i in range(len(expected_words))] == expected_words, piece
 

@@ -50,8 +50,9 @@ cache's keys and the merge table's filter and final pairs are measured here too)
   Pieces of 8 ASCII code points (6.5% of English pieces, a third of those longer than 7; o200k's
   " however") are packed 7 bits each: o200k English (300K characters, cold, callgrind)
   instructions -2.1%, data reads -3.5%.
-  The same keys of an ASCII piece are made from bytes, 8 at a time (``ascii_key``): ``_run`` takes
-  the text's ASCII bytes once (a whole text, or windows of ``ASCII_WINDOW`` code points of a
+  The same keys of an ASCII piece are made from bytes, 8 at a time (``ascii_key``, now ``latin1_key``,
+  which takes Latin-1 windows too: ``peek2.pretokenize.scanner``'s notes): ``_run`` takes
+  the text's ASCII bytes once (a whole text, or windows of 4,096 code points of a
   longer one that is not ASCII), because mypyc's ``ord(text[k])`` works out the str's kind and
   data pointer again at each code point (the loop's loads stall on it: a third of ``piece_key``'s
   samples). o200k English (300K characters, cold, callgrind): instructions 51.2M -> 43.4M (-15%);
@@ -297,17 +298,17 @@ from librt.strings import BytesWriter, read_i64_le, write_i16_le, write_i32_le
 from librt.vecs import append, vec
 from mypy_extensions import i16, i32, i64
 
-from peek2.pretokenize.scanner import ascii_piece_end, piece_end, reads_ascii_pieces, surrogate_error
+from peek2.pretokenize.scanner import latin1_piece_end, latin1_stage, piece_end, reads_latin1_pieces, surrogate_error
 from peek2.bpe.merge_table import ID_BITS, ID_MASK, NO_MERGE, PAIR_STRIDE, MergeTable, filter_word_bits, fold_key
-from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, ascii_key, cache_slot, piece_key
+from peek2.bpe.piece_cache import CACHE_MAX_CHARS, EXACT_KEY, KEY_WORDS, PieceCache, cache_slot, latin1_key, piece_key
 
 POS_MASK: Final = 0xFFFFFFFF
 HEAP_MIN_BYTES: Final = (1 << 17) + 1  # every piece up to LONG_PIECE_BYTES merges in the blocks
 BLOCKS_FIRST_ROOM: Final = 4096  # the symbols the block scratch holds until a longer piece comes
 BLOCKS_KEPT_ROOM: Final = 1 << 15  # ... and at most, kept from piece to piece (BytePairEncoder._room)
 LONG_PIECE_BYTES: Final = 1 << 17  # a piece longer than this goes to ``BytePairEncoder.long_pieces``
-ASCII_WINDOW: Final = 4096  # _run: code points a window of the text checked for ASCII (see _ascii_window)
-ASCII_PROBE: Final = 64  # ... of which these first
+LATIN1_WINDOW: Final = 4096  # _run: code points a window of the text checked for Latin-1 (see _latin1_window)
+LATIN1_PROBE: Final = 64  # ... of which these first
 PAIR_CACHE_MASK: Final = (1 << 14) - 1  # 16,384 recent pairs, 256 KB
 TOKEN_FILTER_WORDS: Final = 1 << 14  # the vocabulary's filter (ignore_merges): 128 KB
 OUT_IDS_KEPT: Final = 1 << 20  # a larger ids buffer (8 MB) is dropped after the call
@@ -354,17 +355,29 @@ def shared_ints(count: int) -> tuple[Any, ...]:
     return ints
 
 
-def _ascii_window(text: str, start: i64, end: i64) -> bytes:
-    """text[start:end] as bytes if it is ASCII, else empty.
+def _latin1_window(text: str, start: i64, end: i64) -> bytes:
+    """``text[start:end]`` as Latin-1 bytes for ``latin1_piece_end``, or empty when a scalar of it is
+    above U+00FF or is U+00AA or U+00BA (Lo: a letter of both the cased shape's classes, which
+    the byte loops do not know).
 
-    Its first ASCII_PROBE code points are tested first: a text of other scripts is rarely ASCII
-    that long, and the slice of a whole window costs 3 instructions a code point."""
-    if not _is_ascii(text[start : min(end, start + ASCII_PROBE)]):
+    A few scalars spread over the range are read first, and then the first ``LATIN1_PROBE``: a
+    text of another script is rejected there, before any slice or encoding of the range."""
+    step: i64 = (end - start) // 4 + 1
+    k: i64 = start + step // 2
+    while k < end:
+        if ord(text[k]) > 0xFF:
+            return b""
+        k += step
+    probe = text[start : min(end, start + LATIN1_PROBE)]
+    if not _is_ascii(probe) and len(probe.encode("latin-1", "ignore")) != len(probe):
         return b""
-    part = text[start:end]
+    part = text[start:end] if end - start > LATIN1_PROBE else probe
     if _is_ascii(part):
         return part.encode("ascii")
-    return b""
+    data = part.encode("latin-1", "ignore")
+    if len(data) != end - start or data.find(b"\xaa") >= 0 or data.find(b"\xba") >= 0:
+        return b""
+    return data
 
 
 class CodePointPairs:
@@ -493,6 +506,7 @@ class BytePairEncoder:
         self.whole_tokens: Final = whole_tokens
         self.ignore_merges: Final = ignore_merges
         self.stage2: Final = stage2
+        self.latin1_stage: Final = latin1_stage(stage2)  # (latin1_piece_end's table)
         self.rules: Final = rules
         self.cache_size: Final = cache_size
         self.cache: Final = PieceCache(cache_size)
@@ -696,34 +710,34 @@ class BytePairEncoder:
         room: i64 = len(out_ids)
         i: i64 = 0
         count: i64 = 0
-        # Windows of the text: the ASCII bytes of the one at window_start (empty if it is not
-        # ASCII), whose pieces ending by ascii_end are keyed from them (ascii_key). A whole text
-        # is one window; a longer one that is not ASCII is tested ASCII_WINDOW code points at a time.
-        ascii_pieces = reads_ascii_pieces(rules)
+        # Windows of the text: the Latin-1 bytes of the one at window_start (empty if a scalar of
+        # it is not Latin-1), whose pieces ending by latin1_end are keyed from them (latin1_key).
+        # An ASCII text is one window; any other is tested LATIN1_WINDOW code points at a time.
+        latin1_pieces = reads_latin1_pieces(rules)
+        latin1 = self.latin1_stage
         window = b""
         window_start: i64 = 0
-        window_end: i64 = n
-        ascii_end: i64 = -1
+        window_end: i64 = 0
+        latin1_end: i64 = -1
         if _is_ascii(text):
             window = text.encode("ascii")
-            ascii_end = n - 8
-        elif n > ASCII_WINDOW:
-            window_end = 0
+            window_end = n
+            latin1_end = n - 8
         while i < stop:
             end: i64 = -1
-            if ascii_pieces and i >= window_start and i - window_start < len(window):
-                end = ascii_piece_end(text, window, window_start, i, n, stage2, rules)  # (-1: whitespace, or not known)
+            if latin1_pieces and i >= window_start and i - window_start < len(window):
+                end = latin1_piece_end(text, window, window_start, i, n, latin1, rules)  # (-1: whitespace, or not known)
             if end < 0:
                 end = piece_end(text, i, n, stage2, rules)
             key: i64 = 0  # i64, not int: the slot arithmetic below must stay native
             if end - i <= CACHE_MAX_CHARS:
-                if end > ascii_end and end > window_end:
+                if end > latin1_end and end > window_end:
                     window_start = i
-                    window_end = min(n, i + ASCII_WINDOW)
-                    window = _ascii_window(text, i, window_end)
-                    ascii_end = window_start + len(window) - 8
-                if end <= ascii_end:
-                    key = ascii_key(window, i - window_start, end - i, words)
+                    window_end = min(n, i + LATIN1_WINDOW)
+                    window = _latin1_window(text, i, window_end)
+                    latin1_end = window_start + len(window) - 8
+                if end <= latin1_end:
+                    key = latin1_key(window, i - window_start, end - i, words)
                 else:
                     key = piece_key(text, i, end, words)
             value: i64 = -1

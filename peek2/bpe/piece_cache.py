@@ -2,7 +2,7 @@
 
 Compiled with mypyc (with ``peek2.bpe.merger``, which looks pieces up here before merging them).
 
-A piece's key (``piece_key``, or ``ascii_key`` from a text's ASCII bytes) is made without slicing
+A piece's key (``piece_key``, or ``latin1_key`` from a text's Latin-1 bytes) is made without slicing
 the piece out or hashing a str: a short piece's key is its code points packed (equal keys are
 equal pieces), a longer one's a hash of them, with the code points packed into words that
 ``PieceCache`` stores beside its ids and compares on a hit. ``PieceCache`` is open addressing over
@@ -25,7 +25,8 @@ BLOCK_KEY: Final = 1 << 62  # _block_piece_key's packing (keys stay i64: never b
 HASHED_KEY: Final = 1 << 60  # _hashed_key: the hash, the length and the packing below it
 HASH_MASK: Final = (1 << 52) - 1
 KEY_WORDS: Final = (CACHE_MAX_CHARS + 2) // 3  # _hashed_key's words for the longest cached piece
-LOW_BYTES: Final = vec[i64]([(1 << (8 * k)) - 1 for k in range(8)])  # masks of the low k bytes (ascii_key)
+LOW_BYTES: Final = vec[i64]([(1 << (8 * k)) - 1 for k in range(8)])  # masks of the low k bytes (latin1_key)
+HIGH_BITS: Final = -0x7F7F7F7F7F7F7F80  # 0x8080808080808080 as an i64: the top bit of each byte
 MAX_CACHE_SIZE: Final = 1 << 22  # PieceCache: pieces at most (up to 2.3 GB if every one is long and rare)
 INITIAL_CACHE_SLOTS: Final = 1 << 10  # PieceCache: slots at first (16 KB), doubled as pieces come
 MULTI_WORDS_PER_PIECE: Final = 64  # PieceCache: ids and words, 64 a piece of its size on average ...
@@ -250,8 +251,8 @@ def piece_key(text: str, start: i64, end: i64, words: vec[i64]) -> i64:
     return _hashed_key(text, start, end, words)
 
 
-def ascii_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
-    """``piece_key`` of the ASCII piece data[at:at + n] (1 <= n <= CACHE_MAX_CHARS, at + n + 8
+def latin1_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
+    """``piece_key`` of the Latin-1 piece data[at:at + n] (1 <= n <= CACHE_MAX_CHARS, at + n + 8
     <= len(data)): its code points are its bytes, read eight at a time."""
     # The bytes past the piece are masked off (LOW_BYTES). Shifting them out, up then down,
     # relied on i64 dropping the bits shifted past 63: plain Python keeps them, and with
@@ -261,17 +262,20 @@ def ascii_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
     if n <= 7:
         packed = read_i64_le(data, at) & LOW_BYTES[n]
         return packed | (1 << 59) | (n << 56) | EXACT_KEY
-    if n == 8:  # 7 bits each: the bytes' low bits moved together, pairs, then fours, then all
+    if n == 8:
         w = read_i64_le(data, at)
+        if w & HIGH_BITS:  # a byte above 127: hashed, as piece_key does
+            return _latin1_hashed_key(data, at, n, words)
+        # 7 bits each: the bytes' low bits moved together, pairs, then fours, then all
         w = (w & 0x007F007F007F007F) | ((w & 0x7F007F007F007F00) >> 1)
         w = (w & 0x00003FFF00003FFF) | ((w & 0x3FFF00003FFF0000) >> 2)
         return (w & 0x0FFFFFFF) | ((w >> 4) & 0x00FFFFFFF0000000) | EXACT_KEY
-    return _ascii_hashed_key(data, at, n, words)
+    return _latin1_hashed_key(data, at, n, words)
 
 
-def _ascii_hashed_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
-    """``ascii_key`` of a piece of 9 code points or more: ``_hashed_key``'s words and hash (8 bits
-    a code point, 7 a word)."""
+def _latin1_hashed_key(data: bytes, at: i64, n: i64, words: vec[i64]) -> i64:
+    """``latin1_key`` of a piece of 9 code points or more, or of 8 not all ASCII: ``_hashed_key``'s
+    words and hash (8 bits a code point, 7 a word)."""
     h: i64 = 0
     count: i64 = 0
     k: i64 = 0

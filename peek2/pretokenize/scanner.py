@@ -51,7 +51,7 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
   26.9 -> 25.2 ms a megabyte, fastest of 8 alternated processes of each build; an ASCII range
   argument of ``_run_end`` gave 54.0M).
 - The encode loop (``peek2.bpe.merger``) reads the pieces of an ASCII stretch of text from its
-  bytes (``ascii_piece_end``: words, numbers and punctuation of the classic and cased shapes; a
+  bytes (``ascii_piece_end`` then, ``latin1_piece_end`` now: words, numbers and punctuation of the classic and cased shapes; a
   whitespace piece, and a piece that reaches the end of the bytes before the end of the text, is
   ``piece_end``'s). ``ord(text[j])`` works out the str's kind and data pointer at each scalar: a
   loop over a-z in a compiled test ran at 1,170 MB/s over a str and 2,730 over its bytes, and a
@@ -70,6 +70,18 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
   caches: English there 58-65 MB/s, against 90-105 here), the gain was within the runs' spread;
   o200k English against tiktoken 0.14 alone, taking turns with it (7 rounds): 65.7 -> 74.0
   MB/s, 1.88x -> 2.10x.
+- The same loops read windows of Latin-1 text (every scalar below U+0100 but U+00AA and U+00BA,
+  the Lo letters that the cased shape puts in both of its classes), with the family's categories
+  of the 256 scalars (``latin1_stage``): French, German and Spanish text was read scalar by
+  scalar for want of one accented letter, at about half the speed of English when the pieces are
+  cached (o200k, 100 KB of XNLI German, encode with a warm cache 1.16 -> 0.75 ms). Encode with the
+  piece cache emptied, CPU medians of 9 in a process, processes of the two builds alternated three
+  times (o200k_base): 200 KB of XNLI German 38.2-42.1 -> 46.5-50.2 MB/s, French 38.8-43.6 ->
+  44.9-48.5 (a French window often holds a curly apostrophe, U+2019, and is read as before),
+  Spanish 42.1-44.9 -> 47.5-52.1; English, code, XNLI (its windows hold every script) and the
+  sentences one by one (their new pieces' merges are most of their cost) unchanged within the
+  runs' spread. A text of another script is turned down by a few scalars read across the window
+  before any slice (Russian sentences one by one unchanged).
 - DeepSeek-V3's word loop goes through ``_run_end`` too (the segment's kind in its three
   categories): ``piece_count`` of English 6.02 -> 5.88 ms (best of 7 in a process, two processes
   of each build alternated). A loop of its own gave 5.34 ms, but wrote the lookup out a fourth
@@ -341,45 +353,52 @@ def piece_end(text: str, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
     return _deepseek_piece_end(text, i, n, stage2)
 
 
-def reads_ascii_pieces(rules: i64) -> bool:
-    """Whether ``ascii_piece_end`` knows the pieces of this family's shape (classic, cased, and
+def latin1_stage(stage2: bytes) -> bytes:
+    """The family categories of U+0000..U+00FF, indexed by the scalar (``latin1_piece_end``'s table)."""
+    return bytes([_category(cp, stage2) for cp in range(256)])
+
+
+def reads_latin1_pieces(rules: i64) -> bool:
+    """Whether ``latin1_piece_end`` knows the pieces of this family's shape (classic, cased, and
     GPT-2's without its digits apart)."""
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
     return shape == SHAPE_CLASSIC or shape == SHAPE_CASED or (shape == SHAPE_GPT2 and (rules & RULE_DIGITS) != 1)
 
 
-def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2: bytes, rules: i64) -> i64:
+def latin1_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage: bytes, rules: i64) -> i64:
     """``piece_end(text, i, n, stage2, rules)`` for a word, a number or a punctuation piece of the
-    classic or the cased shape, read from ``data``, the ASCII bytes of ``text[offset:offset +
-    len(data)]`` (``offset <= i``); -1 for a whitespace piece, or when the end is not known from
+    classic, the cased or GPT-2's shape, read from ``data``, the Latin-1 bytes of
+    ``text[offset:offset + len(data)]`` (``offset <= i``; the encode loop's ``_latin1_window``), with
+    ``stage = latin1_stage(stage2)``; -1 for a whitespace piece, or when the end is not known from
     ``data`` alone (the piece reaches the end of ``data`` before the end of the text: a letter,
     a digit or a mark may follow).
 
-    Those are most pieces of English, code and JSON, and reading bytes costs less than
-    ``ord(text[j])``, which finds the str's kind and data again at each scalar (see the
-    performance notes). In ASCII the cased shape's letters are a-z (Ll) and A-Z (Lu) only, the
-    classic shape's are CAT_LETTER, and no scalar is a mark: tests/test_codepoints.py checks every
-    ASCII scalar's category, and tests/test_scanner_ascii.py this function against ``piece_end``
-    at every position of random texts cut anywhere.
+    Those are most pieces of English, code and JSON, and of French, German or Spanish text, and
+    reading bytes costs less than ``ord(text[j])``, which finds the str's kind and data again at
+    each scalar (see the performance notes). Below U+0100 the cased shape's letters are Ll and
+    Lu only once U+00AA and U+00BA (Lo, in both of its classes) are left out, as
+    ``_latin1_window`` does, the classic shape's are CAT_LETTER, and no scalar is a mark:
+    tests/test_codepoints.py checks every scalar's category, and tests/test_scanner_latin1.py this
+    function against ``piece_end`` at every position of random texts cut anywhere.
     """
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
-    if not reads_ascii_pieces(rules):
+    if not reads_latin1_pieces(rules):
         return -1
     size: i64 = len(data)
     at: i64 = i - offset
     whole = offset + size == n  # (data reaches the end of the text)
-    c0: i64 = stage2[data[at]]
+    c0: i64 = stage[data[at]]
     c1: i64 = CAT_END
     if at + 1 < size:
-        c1 = stage2[data[at + 1]]
+        c1 = stage[data[at + 1]]
     elif not whole:
         return -1
     if shape == SHAPE_GPT2:
-        return _ascii_gpt2_piece_end(data, offset, at, size, whole, stage2, c0, c1)
+        return _latin1_gpt2_piece_end(data, offset, at, size, whole, stage, c0, c1)
     if c0 == CAT_NUMBER:  # \p{N}{1,digits}, in both shapes
         limit = at + (rules & RULE_DIGITS)
         j = at + 1
-        while j < size and j < limit and stage2[data[j]] == CAT_NUMBER:
+        while j < size and j < limit and stage[data[j]] == CAT_NUMBER:
             j += 1
         if j == size and j < limit and not whole:
             return -1
@@ -388,13 +407,13 @@ def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2:
     if shape == SHAPE_CLASSIC:
         branch = DISPATCH[c0 * CAT_STRIDE + c1]
         if branch == BR_PUNCT:
-            return _ascii_punct_end(data, offset, at + 1, size, whole, stage2, False)
+            return _latin1_punct_end(data, offset, at + 1, size, whole, stage, False)
         if branch != BR_WORD:
             return -1
         if c1 != CAT_LETTER:
             return i + 1
         j = at + 2
-        while j < size and stage2[data[j]] == CAT_LETTER:
+        while j < size and stage[data[j]] == CAT_LETTER:
             j += 1
         if j == size and not whole:
             return -1
@@ -406,16 +425,16 @@ def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2:
         ):
             if c0 == CAT_OTHER or c0 == CAT_APOSTROPHE or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_APOSTROPHE)):
                 slash = (rules & RULE_SLASH_AFTER_PUNCT) != 0
-                return _ascii_punct_end(data, offset, at + 1, size, whole, stage2, slash)
+                return _latin1_punct_end(data, offset, at + 1, size, whole, stage, slash)
             return -1
         p = at + 1
     # X*Y+ or X+Y*: in ASCII X is A-Z and Y is a-z, and no scalar is in both.
     q = p
-    while q < size and stage2[data[q]] == CAT_UPPER:
+    while q < size and stage[data[q]] == CAT_UPPER:
         q += 1
-    if q < size and stage2[data[q]] == CAT_LOWER:
+    if q < size and stage[data[q]] == CAT_LOWER:
         q += 1
-        while q < size and stage2[data[q]] == CAT_LOWER:
+        while q < size and stage[data[q]] == CAT_LOWER:
             q += 1
     if q == size and not whole:
         return -1
@@ -427,8 +446,8 @@ def ascii_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage2:
     return end
 
 
-def _ascii_gpt2_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: bool, stage2: bytes, c0: i64, c1: i64) -> i64:
-    """``ascii_piece_end`` of GPT-2's pattern (``_gpt2_piece_end``): a lowercase contraction, or a
+def _latin1_gpt2_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: bool, stage: bytes, c0: i64, c1: i64) -> i64:
+    """``latin1_piece_end`` of GPT-2's pattern (``_gpt2_piece_end``): a lowercase contraction, or a
     run of letters, of numbers or of punctuation after an optional U+0020; -1 for whitespace."""
     if data[at] == CP_APOSTROPHE and c1 == CAT_LETTER:
         c = data[at + 1]
@@ -453,7 +472,7 @@ def _ascii_gpt2_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: b
         return -1
     j += 1
     while j < size:
-        c = stage2[data[j]]
+        c = stage[data[j]]
         if c != first and c != second:
             break
         j += 1
@@ -462,11 +481,11 @@ def _ascii_gpt2_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: b
     return offset + j
 
 
-def _ascii_punct_end(data: bytes, offset: i64, j: i64, size: i64, whole: bool, stage2: bytes, slash: bool) -> i64:
-    """``ascii_piece_end`` of `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``) whose run
+def _latin1_punct_end(data: bytes, offset: i64, j: i64, size: i64, whole: bool, stage: bytes, slash: bool) -> i64:
+    """``latin1_piece_end`` of `` ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``) whose run
     goes on from ``j``; -1 if it reaches the end of ``data`` before the end of the text."""
     while j < size:
-        c = stage2[data[j]]
+        c = stage[data[j]]
         if c != CAT_OTHER and c != CAT_APOSTROPHE:
             break
         j += 1
