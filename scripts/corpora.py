@@ -2,6 +2,7 @@
 
 xnli       dev premises and hypotheses of the 15 languages in turn (a sentence of each), one per line
 english    English XNLI sentences (test + dev) as paragraphs of 8 sentences
+european   German, French and Spanish XNLI sentences (test + dev) as paragraphs of 8, a third each
 code       the standard library's .py files, sorted by path
 cjk        Chinese XNLI sentences (test + dev), one per line
 sentences  XNLI dev sentences of all languages, as a list encoded one by one
@@ -22,7 +23,7 @@ if str(ROOT) not in sys.path:
 from compliance.xnli import iter_xnli_tsv  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "xnli"
-TEXT_CORPORA = ("xnli", "english", "code", "cjk")
+TEXT_CORPORA = ("xnli", "english", "european", "code", "cjk")
 ALL_CORPORA = (*TEXT_CORPORA, "sentences")
 
 
@@ -68,6 +69,13 @@ def text_corpus(name: str, folder: Path = DEFAULT_DATA, size: int = 1_000_000) -
     elif name == "english":
         english = _sentences(folder, ("test", "dev"), "en")
         text = "\n\n".join(" ".join(english[k : k + 8]) for k in range(0, len(english), 8))
+    elif name == "european":  # Latin-1 but for some quotes and dashes, one language after another
+        thirds = []
+        for language in ("de", "fr", "es"):
+            sentences = _sentences(folder, ("test", "dev"), language)
+            paragraphs = "\n\n".join(" ".join(sentences[k : k + 8]) for k in range(0, len(sentences), 8))
+            thirds.append(paragraphs[: size // 3])
+        text = "\n\n".join(thirds)
     elif name == "code":
         text = _stdlib_code(size)
     elif name == "cjk":
