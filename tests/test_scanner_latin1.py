@@ -87,7 +87,7 @@ def test_most_pieces_of_english_json_and_european_text_are_read_from_bytes(famil
         assert len(read) > 0.7 * len(starts), (family, len(read), len(starts))
 
 
-@pytest.mark.parametrize("name", ["llama3.1", "gpt4o", "qwen3"])
+@pytest.mark.parametrize("name", ["llama3.1", "gpt4o", "qwen3", "deepseek-v3"])
 def test_encode_of_latin1_windows_next_to_other_scripts(data_dir, name: str) -> None:  # type: ignore[no-untyped-def]
     """Texts that are not ASCII are read in windows of 4,096 scalars (``LATIN1_WINDOW``) where these
     are Latin-1; a word across a window's end, or followed by a letter beyond Latin-1, is the

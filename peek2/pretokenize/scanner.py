@@ -81,7 +81,11 @@ Performance notes (measured with scripts/bench_pretokenize.py, compiled, 2 cores
   Spanish 42.1-44.9 -> 47.5-52.1; English, code, XNLI (its windows hold every script) and the
   sentences one by one (their new pieces' merges are most of their cost) unchanged within the
   runs' spread. A text of another script is turned down by a few scalars read across the window
-  before any slice (Russian sentences one by one unchanged).
+  before any slice (Russian sentences one by one unchanged). DeepSeek-V3's shape, which read
+  every piece through ``ord(text[j])``, reads its words, numbers and punctuation from the same
+  bytes (``_latin1_deepseek_piece_end``; no Latin-1 scalar is in its CJK ranges): the same A/B,
+  English 60.1-71.5 -> 72.0-82.8 MB/s, code 56.8-63.5 -> 67.6-72.2, the European text
+  40.3-41.3 -> 44.2-48.5; XNLI, Chinese and the sentences one by one within the spread.
 - DeepSeek-V3's word loop goes through ``_run_end`` too (the segment's kind in its three
   categories): ``piece_count`` of English 6.02 -> 5.88 ms (best of 7 in a process, two processes
   of each build alternated). A loop of its own gave 5.34 ms, but wrote the lookup out a fourth
@@ -359,15 +363,15 @@ def latin1_stage(stage2: bytes) -> bytes:
 
 
 def reads_latin1_pieces(rules: i64) -> bool:
-    """Whether ``latin1_piece_end`` knows the pieces of this family's shape (classic, cased, and
-    GPT-2's without its digits apart)."""
+    """Whether ``latin1_piece_end`` knows the pieces of this family's shape (classic, cased,
+    DeepSeek-V3's, and GPT-2's without its digits apart)."""
     shape = (rules >> SHAPE_SHIFT) & SHAPE_MASK
-    return shape == SHAPE_CLASSIC or shape == SHAPE_CASED or (shape == SHAPE_GPT2 and (rules & RULE_DIGITS) != 1)
+    return shape != SHAPE_GPT2 or (rules & RULE_DIGITS) != 1
 
 
 def latin1_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage: bytes, rules: i64) -> i64:
     """``piece_end(text, i, n, stage2, rules)`` for a word, a number or a punctuation piece of the
-    classic, the cased or GPT-2's shape, read from ``data``, the Latin-1 bytes of
+    classic, the cased, GPT-2's or DeepSeek-V3's shape, read from ``data``, the Latin-1 bytes of
     ``text[offset:offset + len(data)]`` (``offset <= i``; the encode loop's ``_latin1_window``), with
     ``stage = latin1_stage(stage2)``; -1 for a whitespace piece, or when the end is not known from
     ``data`` alone (the piece reaches the end of ``data`` before the end of the text: a letter,
@@ -395,7 +399,7 @@ def latin1_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage:
         return -1
     if shape == SHAPE_GPT2:
         return _latin1_gpt2_piece_end(data, offset, at, size, whole, stage, c0, c1)
-    if c0 == CAT_NUMBER:  # \p{N}{1,digits}, in both shapes
+    if c0 == CAT_NUMBER:  # \p{N}{1,digits}, in the three shapes (DeepSeek-V3's split: 3 digits)
         limit = at + (rules & RULE_DIGITS)
         j = at + 1
         while j < size and j < limit and stage[data[j]] == CAT_NUMBER:
@@ -403,6 +407,8 @@ def latin1_piece_end(text: str, data: bytes, offset: i64, i: i64, n: i64, stage:
         if j == size and j < limit and not whole:
             return -1
         return offset + j
+    if shape == SHAPE_DEEPSEEK:
+        return _latin1_deepseek_piece_end(data, offset, at, size, whole, stage, c0, c1)
     slash = False
     if shape == SHAPE_CLASSIC:
         branch = DISPATCH[c0 * CAT_STRIDE + c1]
@@ -476,6 +482,38 @@ def _latin1_gpt2_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: 
         if c != first and c != second:
             break
         j += 1
+    if j == size and not whole:
+        return -1
+    return offset + j
+
+
+def _latin1_deepseek_piece_end(data: bytes, offset: i64, at: i64, size: i64, whole: bool, stage: bytes, c0: i64, c1: i64) -> i64:
+    """``latin1_piece_end`` of DeepSeek-V3's splits (``_deepseek_piece_end``): below U+0100 no
+    scalar is in its CJK ranges, so the text between numbers is one segment of the main pattern;
+    -1 for whitespace and for a gap that no alternative matches. (A number is ``latin1_piece_end``'s.)"""
+    if c1 == CAT_NUMBER:
+        c1 = CAT_END  # (the segment ends there)
+    j = at + 1
+    if c0 == CAT_ASCII_PUNCT and c1 == CAT_ASCII_LETTER:
+        j = at + 2
+        while j < size and stage[data[j]] == CAT_ASCII_LETTER:
+            j += 1
+    elif _is_deepseek_word(c0) or (_is_deepseek_word(c1) and (c0 == CAT_SPACE or c0 == CAT_WHITESPACE or c0 == CAT_CONTROL)):
+        while j < size:
+            c = stage[data[j]]
+            if c != CAT_LETTER and c != CAT_ASCII_LETTER and c != CAT_MARK:
+                break
+            j += 1
+    elif c0 == CAT_OTHER or c0 == CAT_ASCII_PUNCT or (c0 == CAT_SPACE and (c1 == CAT_OTHER or c1 == CAT_ASCII_PUNCT)):
+        while j < size:
+            c = stage[data[j]]
+            if c != CAT_OTHER and c != CAT_ASCII_PUNCT:
+                break
+            j += 1
+        while j < size and (data[j] == 0x0A or data[j] == 0x0D):
+            j += 1
+    else:
+        return -1
     if j == size and not whole:
         return -1
     return offset + j
