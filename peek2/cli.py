@@ -15,7 +15,8 @@ text of a single piece that has not ended (a run of one character, see docs/serv
 
 Exit status (one line ``peek2: ...`` on stderr, never a traceback):
     0    success
-    1    the output cannot be written (disk full, ...), or memory ran out
+    1    the output cannot be written (disk full, ...), memory ran out, or an installed module
+         failed to load (a memory limit)
     2    bad usage or input: unknown model, unreadable or malformed tokenizer file, input that
          is not UTF-8 (the message gives the line and byte offset), ids that are not ids
     130  interrupted (Ctrl-C; inside an encode call the signal itself ends the process at once)
@@ -56,6 +57,11 @@ class _IdsError(CliError):
 
 class OutputError(Exception):
     """The output cannot be written: printed as ``peek2: message`` with exit status 1."""
+
+
+class _DependencyError(OutputError):
+    """An installed dependency that fails to import (a memory limit, a broken install): status 1,
+    as the other failures of the machine rather than of the user's input."""
 
 
 # ==== Input ====
@@ -419,12 +425,30 @@ _TOKENIZE_OPTIONS = (
 )  # fmt: skip
 
 
+_CORPUS_NEEDS = ("numpy",)  # (what peek2.corpus imports that the package itself does not need)
+
+
+def _installed(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _tokenize(args: argparse.Namespace, out: _Output) -> int:
     # Imported here: the corpus package needs NumPy (peek2[corpus]), the other commands do not.
     try:
         from peek2 import corpus
     except ImportError as error:
-        raise CliError(f"peek2 tokenize needs {error.name}: pip install 'peek2[corpus]'") from None
+        # A module of NumPy that fails to load under a memory limit raises ImportError too (a bug
+        # hunt: "needs _umath_linalg", status 2, with NumPy installed): a missing extra only when
+        # the package is missing.
+        missing = next((name for name in _CORPUS_NEEDS if not _installed(name)), None)
+        if missing is not None:
+            raise CliError(f"peek2 tokenize needs {missing}: pip install 'peek2[corpus]'") from None
+        raise _DependencyError(f"peek2 tokenize could not load {error.name or 'a module it needs'}, which is installed: {error} (is a limit such as ulimit -v set?)") from None
     try:
         stats = corpus.tokenize(
             args.inputs,
@@ -501,6 +525,13 @@ def _warning_line(message: Warning | str, category: type[Warning], filename: str
 
 
 def main(argv: list[str] | None = None) -> int:
+    # NumPy (``peek2 tokenize``'s arrays) loads OpenBLAS, which starts a thread a core and
+    # allocates buffers for each; peek2 does no linear algebra. Under an address-space limit
+    # (ulimit -v) that start failed and OpenBLAS raised SIGINT itself, which read as Ctrl-C:
+    # "peek2: interrupted", status 130 (a bug hunt, 150 MB); a little lower OpenBLAS exited with
+    # its own message. With one thread the command has that memory for itself and says it is out
+    # of memory where it is. A user's own setting is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Ctrl-C from the first moment (the parser being built, the tokenizer loading) is one line and
     # status 130; the console script (peek2_command.py) covers the imports before this.
     try:

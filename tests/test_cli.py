@@ -444,3 +444,52 @@ def test_resource_failures_are_one_line_with_status_1(tmp_path: Path, data_dir: 
         assert cli.main(["tokenize", str(corpus), "--tokenizer", path, "--output", str(tmp_path / "out" / "c"), "--format", "megatron", "--workers", "1", "--quiet"]) == 1
     assert capsys.readouterr().err.count("\n") == 1
     assert not list((tmp_path / "out").glob("*.tmp"))
+
+
+def test_an_address_space_limit_is_out_of_memory_not_an_interrupt(tmp_path: Path, data_dir: Path) -> None:
+    """A bug hunt: under ``ulimit -v`` of about 150 MB ``peek2 tokenize`` said "peek2: interrupted"
+    and exited 130 (NumPy's OpenBLAS could not start its threads and raised SIGINT itself), and
+    a little lower OpenBLAS ended the process with its own message. Over a sweep of limits every
+    run now ends in success, or in peek2's one line with status 1."""
+    import resource
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"Hello world {k} Grüße 中文"}) + "\n" for k in range(2_000)), encoding="utf-8")
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    outcomes = []
+    for megabytes in range(130, 210, 10):
+
+        def limit(size: int = megabytes << 20) -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+        output = tmp_path / f"out{megabytes}" / "c"
+        command = [sys.executable, "-m", "peek2", "tokenize", str(corpus), "--tokenizer", path, "--output", str(output)]
+        result = subprocess.run(
+            [*command, "--format", "megatron", "--quiet", "--workers", "2"],
+            capture_output=True, text=True, preexec_fn=limit, env=env, timeout=300,
+        )  # fmt: skip
+        outcomes.append((megabytes, result.returncode, result.stderr.strip().splitlines()[-1:]))
+    for _, status, last in outcomes:
+        assert status == 0 or (status == 1 and last == ["peek2: out of memory (is a limit such as ulimit -v set?)"]), outcomes
+
+
+def test_a_corpus_dependency_that_fails_to_load_is_not_called_missing(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same bug hunt: a module of NumPy that could not load under the limit (an ImportError)
+    was reported as a missing extra ("peek2 tokenize needs _umath_linalg: pip install
+    'peek2[corpus]'", status 2) with NumPy installed. A missing package is named as before."""
+    import peek2
+    from peek2 import cli
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"text": "Hello"}\n', encoding="utf-8")
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    command = ["tokenize", str(corpus), "--tokenizer", path, "--output", str(tmp_path / "out" / "c"), "--format", "megatron", "--quiet"]
+    monkeypatch.delattr(peek2, "corpus", raising=False)
+    monkeypatch.setitem(sys.modules, "peek2.corpus", None)  # (its import raises ImportError)
+    assert cli.main(command) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("peek2: peek2 tokenize could not load peek2.corpus, which is installed: ") and err.endswith("(is a limit such as ulimit -v set?)\n"), err
+    monkeypatch.setattr(cli, "_installed", lambda name: name != "numpy")
+    assert cli.main(command) == 2
+    assert capsys.readouterr().err == "peek2: peek2 tokenize needs numpy: pip install 'peek2[corpus]'\n"
