@@ -25,6 +25,7 @@ HOT_MODULES = sorted(
         "peek2/bpe/whole_chars.py",
         "peek2/normalize/added_tokens.py",
         "peek2/normalize/aligned.py",
+        "peek2/normalize/scalar_set.py",
         "peek2/plugin/cuts.py",
         "peek2/pretokenize/families.py",
         "peek2/pretokenize/pattern.py",

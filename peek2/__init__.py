@@ -71,6 +71,7 @@ COMPILED_MODULES = (
     "peek2.bpe.whole_chars",
     "peek2.normalize.added_tokens",
     "peek2.normalize.aligned",
+    "peek2.normalize.scalar_set",
     "peek2.plugin.cuts",
     "peek2.pretokenize.families",
     "peek2.pretokenize.pattern",

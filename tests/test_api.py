@@ -125,8 +125,8 @@ def test_pattern_pickles_by_family(family: str) -> None:
 def test_docstring_examples() -> None:
     # doctest cannot see into compiled functions, so the examples run on the pure path.
     script = (
-        "import doctest, peek2, peek2.pretokenize.families, peek2.pretokenize.pattern\n"
-        "for m in (peek2, peek2.pretokenize.families, peek2.pretokenize.pattern):\n"
+        "import doctest, peek2, peek2.pretokenize.families, peek2.pretokenize.pattern, peek2.normalize.scalar_set\n"
+        "for m in (peek2, peek2.pretokenize.families, peek2.pretokenize.pattern, peek2.normalize.scalar_set):\n"
         "    r = doctest.testmod(m)\n"
         "    print(m.__name__, r.attempted, r.failed)\n"
     )

@@ -149,3 +149,25 @@ def test_offsets_of_many_distinct_characters_and_one_nfc_changes(data_dir: Path)
     got = ours.encode_with_offsets(changed, False)
     assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
     assert paired_ratio(lambda: ours.encode_with_offsets(body, False), lambda: ours.encode_with_offsets(changed, False)) < 2
+
+
+def test_late_scalars_are_found_where_they_are() -> None:
+    """``nfc`` finds the scalars the reference's Unicode 9.0 lacks with a compiled bitmap
+    (``ScalarSet``), not a frozenset over the text's strs (a third of Qwen3's encode of an English
+    text holding one curly quote): each one, at any place, in any company, as the set says."""
+    import random
+
+    from peek2.normalize.nfc_late import LATE
+    from peek2.normalize.scalar_set import ScalarSet
+
+    late = ScalarSet(LATE)
+    lows = sorted(LATE)
+    rng = random.Random(9)
+    around = [chr(ord(lows[0]) - 1), chr(ord(lows[-1]) + 1), "a", "\u00e9", "\u2019", "\u4e2d", "\U0001f600", "e\u0301"]
+    for _ in range(2_000):
+        parts = [rng.choice(around + lows) if rng.random() < 0.2 else rng.choice(around) for _ in range(rng.randrange(0, 30))]
+        text = "".join(parts)
+        start = rng.randrange(len(text) + 1)
+        expected = next((k for k in range(start, len(text)) if text[k] in LATE), -1)
+        assert late.first_in(text, start) == expected, (ascii(text), start)
+    assert ScalarSet(frozenset()).first_in("abc\U0010ffff", 0) == -1

@@ -19,8 +19,9 @@ of ``CHUNK`` scalars with no such starter (a long run of marks, whose end a regu
 the generated ``NOT_BOUNDARY_CLASS`` finds) is composed by one C call when it is already in canonical
 order (the C insertion sort then does nothing), else put in order by a stable sort (n log n) first.
 
-Performance notes: ASCII returns at once; other text pays one ``frozenset.isdisjoint`` pass
-(about a tenth of ``unicodedata2.normalize`` on XNLI text) and the quick check of the standard
+Performance notes: ASCII returns at once; other text pays one pass of a compiled loop for the
+LATE scalars (``peek2.normalize.scalar_set``: ``frozenset.isdisjoint`` made a str a scalar, a third
+of Qwen3's encode of an English text holding one curly quote) and the quick check of the standard
 library's ``unicodedata.is_normalized`` (C; its Unicode version is older than 16, but only for
 scalars newer than the reference's 9.0, and those that NFC touches are LATE, cut out before). Only
 text that is not NFC pays the chunks (a few percent over one C call on XNLI). A pre-scan for long
@@ -40,6 +41,9 @@ from typing import Final
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
 from peek2.normalize.nfc_late import LATE, NOT_BOUNDARIES, NOT_BOUNDARY_CLASS
+from peek2.normalize.scalar_set import ScalarSet
+
+_LATE: Final = ScalarSet(LATE)  # (found where they are, see peek2.normalize.scalar_set)
 
 CHUNK: Final = 256
 """Scalars normalized by one C call at most (its insertion sort costs at most CHUNK**2 / 2 swaps)."""
@@ -56,15 +60,16 @@ def nfc_with_runs(text: str, runs: dict[int, tuple[int, str]] | None) -> str:
     and they are what costs on a long run of marks)."""
     if text.isascii():
         return text  # ASCII is always NFC
-    if LATE.isdisjoint(text):
+    index = _LATE.first_in(text, 0)
+    if index < 0:
         return _nfc(text, runs, 0)
     parts: list[str] = []
     start = 0
-    for index, char in enumerate(text):
-        if char in LATE:
-            parts.append(_nfc(text[start:index], runs, start))
-            parts.append(char)
-            start = index + 1
+    while index >= 0:
+        parts.append(_nfc(text[start:index], runs, start))
+        parts.append(text[index])
+        start = index + 1
+        index = _LATE.first_in(text, start)
     parts.append(_nfc(text[start:], runs, start))
     return "".join(parts)
 

@@ -145,6 +145,7 @@ from peek2.normalize.nfc_late import (
     STREAM_STICKY_SECONDS_AFTER_MARKS,
 )
 from peek2.normalize.added_tokens import is_word_char as _is_word_char
+from peek2.normalize.scalar_set import ScalarSet
 
 if TYPE_CHECKING:  # (the Tokenizer reaches this module, never the other way round at import)
     from peek2.tokenizer import Tokenizer
@@ -398,7 +399,7 @@ def _marks_from(raw: str, k: i64, floor: i64) -> i64:
     return start
 
 
-_nfc_unsafe: list[frozenset[str]] = []
+_nfc_unsafe: list[ScalarSet] = []
 
 
 def _nfc_inert(text: str) -> bool:
@@ -406,7 +407,7 @@ def _nfc_inert(text: str) -> bool:
     the marks, the scalars that join what precedes them, those NFC changes alone) and no scalar
     the reference does not know (LATE): NFC leaves it as it is, and may cut before each scalar.
     (A set of them, 2,850 scalars: ``re`` tried the class's ranges one by one on a scalar past
-    them, 0.3 us a CJK character fed.)"""
+    them, 0.3 us a CJK character fed; a frozenset made a str a scalar: a bitmap, ``ScalarSet``.)"""
     if text.isascii():
         return True
     if not _nfc_unsafe:
@@ -420,8 +421,8 @@ def _nfc_inert(text: str) -> bool:
             else:
                 unsafe.add(body[k])
                 k += 1
-        _nfc_unsafe.append(frozenset(unsafe))
-    return _nfc_unsafe[0].isdisjoint(text)
+        _nfc_unsafe.append(ScalarSet(frozenset(unsafe)))
+    return _nfc_unsafe[0].first_in(text, 0) < 0
 
 
 def _is_l_jamo(cp: int) -> bool:
