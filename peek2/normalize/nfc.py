@@ -19,7 +19,8 @@ of ``CHUNK`` scalars with no such starter (a long run of marks, whose end a regu
 the generated ``NOT_BOUNDARY_CLASS`` finds) is composed by one C call when it is already in canonical
 order (the C insertion sort then does nothing), else put in order by a stable sort (n log n) first.
 
-Performance notes: ASCII returns at once; other text pays one pass of a compiled loop for the
+Performance notes: ASCII returns at once, and so does text with none of ``inert_scalars`` (one
+pass of a compiled loop); other text pays one such pass for the
 LATE scalars (``peek2.normalize.scalar_set``: ``frozenset.isdisjoint`` made a str a scalar, a third
 of Qwen3's encode of an English text holding one curly quote) and the quick check of the standard
 library's ``unicodedata.is_normalized`` (C; its Unicode version is older than 16, but only for
@@ -40,7 +41,7 @@ from typing import Final
 
 import unicodedata2  # type: ignore[import-not-found]  # ships no type stubs
 
-from peek2.normalize.nfc_late import LATE, NOT_BOUNDARIES, NOT_BOUNDARY_CLASS
+from peek2.normalize.nfc_late import CHANGED_NEAR_CLASS, LATE, NOT_BOUNDARIES, NOT_BOUNDARY_CLASS
 from peek2.normalize.scalar_set import ScalarSet
 
 _LATE: Final = ScalarSet(LATE)  # (found where they are, see peek2.normalize.scalar_set)
@@ -60,7 +61,10 @@ def nfc_with_runs(text: str, runs: dict[int, tuple[int, str]] | None) -> str:
     and they are what costs on a long run of marks)."""
     if text.isascii():
         return text  # ASCII is always NFC
-    index = _LATE.first_in(text, 0)
+    first = (_not_inert[0] if _not_inert else inert_scalars()).first_in(text, 0)
+    if first < 0:
+        return text  # (no scalar NFC changes or reorders, or joins to one before it; none LATE)
+    index = _LATE.first_in(text, first)  # (LATE scalars are among those: none before ``first``)
     if index < 0:
         return _nfc(text, runs, 0)
     parts: list[str] = []
@@ -72,6 +76,29 @@ def nfc_with_runs(text: str, runs: dict[int, tuple[int, str]] | None) -> str:
         index = _LATE.first_in(text, start)
     parts.append(_nfc(text[start:], runs, start))
     return "".join(parts)
+
+
+_not_inert: list[ScalarSet] = []
+
+
+def inert_scalars() -> ScalarSet:
+    """The scalars near which NFC may change text (``CHANGED_NEAR_CLASS``: the marks, the scalars
+    that join what precedes them, those NFC changes alone) and those the reference does not know
+    (LATE): a text holding none of them is its own NFC, and NFC may cut it before any scalar.
+    Built on first use (2,850 scalars)."""
+    if not _not_inert:
+        body = CHANGED_NEAR_CLASS  # (scalars, and ranges written "a-b": no "-" stands for itself)
+        chars = set(LATE)
+        k = 0
+        while k < len(body):
+            if k + 2 < len(body) and body[k + 1] == "-":
+                chars.update(chr(cp) for cp in range(ord(body[k]), ord(body[k + 2]) + 1))
+                k += 3
+            else:
+                chars.add(body[k])
+                k += 1
+        _not_inert.append(ScalarSet(frozenset(chars)))
+    return _not_inert[0]
 
 
 _not_boundary_runs: list[re.Pattern[str]] = []

@@ -136,16 +136,14 @@ from peek2.pretokenize.scanner import (
 )
 from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
 from peek2.normalize.nfc_late import (
-    CHANGED_NEAR_CLASS,
     COMPOSITES_BY_SECOND,
-    LATE,
     MARK_CLASS,
     STREAM_STICKY,
     STREAM_STICKY_SECONDS,
     STREAM_STICKY_SECONDS_AFTER_MARKS,
 )
 from peek2.normalize.added_tokens import is_word_char as _is_word_char
-from peek2.normalize.scalar_set import ScalarSet
+from peek2.normalize.nfc import inert_scalars
 
 if TYPE_CHECKING:  # (the Tokenizer reaches this module, never the other way round at import)
     from peek2.tokenizer import Tokenizer
@@ -399,30 +397,12 @@ def _marks_from(raw: str, k: i64, floor: i64) -> i64:
     return start
 
 
-_nfc_unsafe: list[ScalarSet] = []
-
-
 def _nfc_inert(text: str) -> bool:
-    """Whether ``text`` holds no scalar near which NFC may change text (``CHANGED_NEAR_CLASS``:
-    the marks, the scalars that join what precedes them, those NFC changes alone) and no scalar
-    the reference does not know (LATE): NFC leaves it as it is, and may cut before each scalar.
-    (A set of them, 2,850 scalars: ``re`` tried the class's ranges one by one on a scalar past
-    them, 0.3 us a CJK character fed; a frozenset made a str a scalar: a bitmap, ``ScalarSet``.)"""
-    if text.isascii():
-        return True
-    if not _nfc_unsafe:
-        body = CHANGED_NEAR_CLASS  # (scalars, and ranges written "a-b": no "-" stands for itself)
-        unsafe = set(LATE)
-        k = 0
-        while k < len(body):
-            if k + 2 < len(body) and body[k + 1] == "-":
-                unsafe.update(chr(cp) for cp in range(ord(body[k]), ord(body[k + 2]) + 1))
-                k += 3
-            else:
-                unsafe.add(body[k])
-                k += 1
-        _nfc_unsafe.append(ScalarSet(frozenset(unsafe)))
-    return _nfc_unsafe[0].first_in(text, 0) < 0
+    """Whether ``text`` holds no scalar near which NFC may change text and none the reference does
+    not know (``inert_scalars``): NFC leaves it as it is, and may cut before each scalar. (A set of
+    them, 2,850 scalars: ``re`` tried the class's ranges one by one on a scalar past them, 0.3 us a
+    CJK character fed; a frozenset made a str a scalar: a bitmap, ``ScalarSet``.)"""
+    return text.isascii() or inert_scalars().first_in(text, 0) < 0
 
 
 def _is_l_jamo(cp: int) -> bool:
