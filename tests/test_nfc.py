@@ -171,3 +171,26 @@ def test_late_scalars_are_found_where_they_are() -> None:
         expected = next((k for k in range(start, len(text)) if text[k] in LATE), -1)
         assert late.first_in(text, start) == expected, (ascii(text), start)
     assert ScalarSet(frozenset()).first_in("abc\U0010ffff", 0) == -1
+
+
+def test_scalars_are_found_across_latin1_windows() -> None:
+    """A set with no Latin-1 scalar passes over windows of Latin-1 text whole (``LATIN1_WINDOW``):
+    a member is still found at any place, near a window's edges, after scalars beyond Latin-1 that
+    are not members, from any start."""
+    import random
+
+    from peek2.normalize.nfc import inert_scalars
+    from peek2.normalize.scalar_set import LATIN1_WINDOW, ScalarSet
+
+    rng = random.Random(10)
+    for members in (inert_scalars(), ScalarSet(frozenset("\u0301\u2126")), ScalarSet(frozenset("\u00e9\u0301"))):
+        for _ in range(300):
+            n = rng.choice([10, LATIN1_WINDOW - 1, LATIN1_WINDOW, 3 * LATIN1_WINDOW + 5])
+            chars = [rng.choice("ab \u00e9\u00ff\n") for _ in range(n)]
+            for _ in range(rng.randrange(0, 4)):
+                at = min(n - 1, rng.choice([rng.randrange(n), LATIN1_WINDOW, LATIN1_WINDOW - 1, 2 * LATIN1_WINDOW, n - 1]))
+                chars[at] = rng.choice(["\u0301", "\u2126", "\u2019", "\u4e2d", "\U0001f600", "\u00e9"])
+            text = "".join(chars)
+            start = rng.choice([0, rng.randrange(n), LATIN1_WINDOW - 2 if n > LATIN1_WINDOW else 0])
+            expected = next((k for k in range(start, n) if members.first_in(text[k], 0) == 0), -1)
+            assert members.first_in(text, start) == expected, (n, start)
