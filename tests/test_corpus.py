@@ -867,6 +867,80 @@ def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: 
     assert json.loads((tmp_path / "m.summary.json").read_text())["input_bytes"] == len(packed)
 
 
+def test_inputs_a_fourth_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
+    """A valid JSON line with a number of 5,000 digits in another field was "malformed JSON"
+    (Python's int digit limit); a Parquet file with two "text" columns was a bare KeyError; a saved
+    dataset's Arrow file cut short at a message boundary lost its last documents without a word, as
+    did a folder's .jsonl.xz and .txt.gz files; a manifest of another shape was a traceback on
+    --resume; an output prefix inside the input folder made the run's own outputs inputs of the
+    next run (refused, and --force refused too)."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tok = tokenizer_path(data_dir, LLAMA)
+    run = {"tokenizer": tok, "format": "parquet", "workers": 1, "quiet": True}
+
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"text": "a good document", "id": ' + "9" * 5000 + '}\n{"text": ' + "7" * 5000 + "}\n", encoding="utf-8")
+    stats = peek2.corpus.tokenize(big, output=tmp_path / "big", skip_bad=True, **run)
+    assert stats.documents == 1 and stats.rejected == 1
+    assert read_parquet(str(tmp_path / "big.parquet"))[0] == reference_ids(data_dir, LLAMA, ["a good document"])
+    rejects = [json.loads(line) for line in (tmp_path / "big.rejects.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["reason"]) for r in rejects] == [(2, "field 'text' is a JSON number, not a string")]
+
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"]), tmp_path / "dup.parquet")
+    with pytest.raises(CorpusInputError, match="dup.parquet: 2 columns are named 'text'"):
+        peek2.corpus.tokenize(tmp_path / "dup.parquet", output=tmp_path / "dup_out", **run)
+
+    datasets.Dataset.from_dict({"text": [f"doc {k}" for k in range(3000)]}).save_to_disk(str(tmp_path / "ds"), num_shards=1)
+    arrow = next((tmp_path / "ds").glob("*.arrow"))
+    assert peek2.corpus.tokenize(tmp_path / "ds", output=tmp_path / "ds_whole", **run).documents == 3000
+    with pa.memory_map(str(arrow)) as mapped:
+        messages, ends = pa.ipc.MessageReader.open_stream(mapped), []
+        while True:
+            try:
+                messages.read_next_message()
+            except StopIteration:
+                break
+            ends.append(mapped.tell())
+    assert len(ends) >= 3  # (the schema and record batches)
+    os.truncate(arrow, ends[-2])  # (after the last batch but one: a complete message)
+    with pytest.raises(CorpusInputError, match=r"data-00000-of-00001.arrow: cut short"):
+        peek2.corpus.tokenize(tmp_path / "ds", output=tmp_path / "ds_cut", **run)
+
+    for packed in ("part.jsonl.xz", "part.jsonl.bz2", "part.txt.gz", "part.parquet.zst"):
+        folder = tmp_path / packed.replace(".", "_")
+        folder.mkdir()
+        (folder / "a.jsonl").write_text('{"text": "read"}\n', encoding="utf-8")
+        (folder / "README.md").write_text("not a corpus file: left out\n", encoding="utf-8")
+        (folder / packed).write_bytes(b"packed")
+        with pytest.raises(CorpusInputError, match=re.escape(f"{packed}: a ") + ".* file compressed as .*: decompress it, or move it out of"):
+            peek2.corpus.tokenize(folder, output=tmp_path / "out" / packed, **run)
+        with pytest.raises(CorpusInputError, match=re.escape(packed)):
+            peek2.corpus.tokenize(str(folder / "*"), output=tmp_path / "out" / packed, **run)
+        (folder / packed).unlink()
+        assert peek2.corpus.tokenize(folder, output=tmp_path / "out" / packed, **run).documents == 1
+
+    for fmt in ("parquet", "megatron"):
+        data = tmp_path / f"inside_{fmt}"
+        data.mkdir()
+        (data / "a.jsonl").write_text('{"text": "hello"}\n', encoding="utf-8")
+        first = peek2.corpus.tokenize(data, output=data / "out", resume=True, skip_bad=True, **{**run, "format": fmt})
+        again = peek2.corpus.tokenize(data, output=data / "out", resume=True, skip_bad=True, **{**run, "format": fmt})
+        assert first.documents == again.documents == 1
+        assert peek2.corpus.tokenize(data, output=data / "out", force=True, skip_bad=True, **{**run, "format": fmt}).documents == 1
+
+    _mixed_corpus(tmp_path / "m.jsonl", 400)
+    for bad, said in (("[]", "a JSON list, not an object"), ('{"peek2_corpus_manifest": 1, "inputs": 5}', "its 'inputs' is missing or not a JSON array"),
+                      ('{"peek2_corpus_manifest": 1}', "its 'inputs' is missing")):
+        work = tmp_path / "m_out.peek2-work"
+        work.mkdir(exist_ok=True)
+        (work / "manifest.json").write_text(bad, encoding="utf-8")
+        with pytest.raises(CorpusError, match=re.escape("manifest.json is not one peek2 wrote (") + re.escape(said)):
+            peek2.corpus.tokenize(tmp_path / "m.jsonl", output=tmp_path / "m_out", resume=True, **run)
+
+
 def glob_all(folder: Path) -> list[str]:
     import glob
 

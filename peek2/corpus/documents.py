@@ -7,6 +7,7 @@ read a JSON line, name a bad one and count blank lines alike.
 
 from __future__ import annotations
 
+import decimal
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -108,7 +109,7 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
                 blank += 1
                 continue
             try:
-                record = json.loads(decoded)
+                record = _json_line(decoded)
             except ValueError as error:
                 bad(unit.source, line, f"malformed JSON: {error}")
                 continue
@@ -190,13 +191,28 @@ def _arrow_texts(column: Any) -> list[Any]:
         return values
 
 
+def _json_line(line: str) -> object:
+    """A JSON line's value (ValueError if it is not JSON).
+
+    RFC 8259 sets no limit to a number's digits, but Python's ``int`` refuses to read more than
+    ``sys.get_int_max_str_digits()`` (4,300) of them: a valid line with such a number in some other
+    field was refused as malformed (a bug hunt). Such a line is read again with its integers as
+    ``Decimal`` (no limit; only the text field is used)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # (the digit limit: the only other ValueError json.loads raises)
+        return json.loads(line, parse_int=decimal.Decimal)
+
+
 def _json_kind(value: object) -> str:
     """What a JSON value is, in JSON's words (Python's said "a JSON NoneType"; a bug hunt)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, decimal.Decimal)):
         return "number"
     if isinstance(value, str):
         return "string"

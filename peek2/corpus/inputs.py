@@ -116,6 +116,32 @@ def _kind(path: str) -> tuple[str, str] | None:
     return None
 
 
+UNREAD_COMPRESSION = (".xz", ".bz2", ".lz4", ".lzma", ".br", ".zip", ".7z", ".tar", ".tgz", ".z")
+
+
+def _unread_kind(path: str) -> str | None:
+    """For a file of no kind peek2 reads whose name says it is a corpus file compressed (or packed)
+    in a way peek2 does not read (``x.jsonl.xz``, ``x.txt.gz``): why it is not read, else None."""
+    lower = path.lower()
+    stem, dot, last = lower.rpartition(".")
+    if not dot or "." + last not in UNREAD_COMPRESSION + tuple(COMPRESSED):
+        return None
+    if stem.endswith(JSONL_SUFFIXES):
+        return f"a JSONL file compressed as .{last}: peek2 reads JSONL plain, .gz or .zst"
+    if stem.endswith(PARQUET_SUFFIXES + TEXT_SUFFIXES):
+        kind = stem.rpartition(".")[2]
+        return f"a .{kind} file compressed as .{last}: peek2 reads .{kind} files uncompressed"
+    return None
+
+
+def _refuse_unread(path: str, where: str) -> None:
+    """CorpusInputError for a corpus file of a folder or a glob that peek2 cannot read (they were
+    left out silently, as a README is: documents lost without a word; a bug hunt)."""
+    reason = _unread_kind(path)
+    if reason is not None:
+        raise CorpusInputError(f"{path}: {reason}: decompress it, or move it out of {where}")
+
+
 def _json_file(path: str) -> object:
     """A dataset folder's metadata file, or CorpusInputError naming it."""
     try:
@@ -223,11 +249,13 @@ def _glob_match(names: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
     return fnmatch.fnmatchcase(names[0], first) and _glob_match(names[1:], patterns[1:])
 
 
-def _folder_sources(folder: str) -> list[Source]:
+def _folder_sources(folder: str, leave_out: frozenset[str] = frozenset()) -> list[Source]:
     """The input files under ``folder`` as its ``folder/**/*`` glob gives them: in sorted path
     order, hidden files and folders (a name starting with ".") left out, linked folders followed
     (each real folder once); a saved dataset inside it is read as one (its Arrow files, at its
-    folder's place); a run's work folder is left out (an output prefix inside the input folder).
+    folder's place); a run's work folder and the files of ``leave_out`` (real paths: the run's own
+    outputs) are left out (an output prefix inside the input folder). A corpus file compressed in a
+    way peek2 does not read is refused (``_refuse_unread``).
     (Bug hunts: folders were sorted by their parts, "p/x" before "p-q/x" where the glob and the
     sort of paths put it after; linked folders were skipped and hidden files read.)"""
     found: list[tuple[str, list[Source]]] = []
@@ -248,19 +276,25 @@ def _folder_sources(folder: str) -> list[Source]:
                 continue
             kept.append(name)
         dirs[:] = sorted(kept)
-        for file in files:
+        for file in sorted(files):  # (sorted: the first file refused is the glob's)
             path = os.path.join(root, file)
+            if file.startswith(".") or (leave_out and os.path.realpath(path) in leave_out):
+                continue
             kind = _kind(path)
-            if kind is not None and not file.startswith("."):
-                _regular_file(path)
-                found.append((path, [Source(path, *kind)]))
+            if kind is None:
+                _refuse_unread(path, folder)
+                continue
+            _regular_file(path)
+            found.append((path, [Source(path, *kind)]))
     found.sort(key=lambda item: item[0])
     return [source for _, sources in found for source in sources]
 
 
-def find_inputs(inputs: object) -> list[Source]:
+def find_inputs(inputs: object, leave_out: frozenset[str] = frozenset()) -> list[Source]:
     """The input files named by ``inputs`` (a path, or an iterable of paths: files, folders,
-    globs), in order.
+    globs), in order. Folders and globs leave out the files of ``leave_out`` (real paths: the
+    run's own outputs, found there when its output prefix is inside an input folder; a file named
+    as an input is taken as given).
 
     Raises:
         CorpusInputError: a path that does not exist or matches nothing, a file of unknown kind,
@@ -283,7 +317,7 @@ def find_inputs(inputs: object) -> list[Source]:
             if saved is not None:
                 sources.extend(saved)
                 continue
-            found = _folder_sources(name)
+            found = _folder_sources(name, leave_out)
             if not found:
                 raise CorpusInputError(f"{name}: no input files in this folder (.jsonl, .jsonl.gz, .jsonl.zst, .parquet, .txt)")
             sources.extend(found)
@@ -297,7 +331,14 @@ def find_inputs(inputs: object) -> list[Source]:
             sources.append(Source(name, *kind))
         elif glob.has_magic(name):
             matches = _glob_files(name)
-            files = [m for m in matches if not os.path.isdir(m) and _kind(m) is not None and not _in_work_folder(m)]
+            files = []
+            for match in matches:
+                if os.path.isdir(match) or _in_work_folder(match) or (leave_out and os.path.realpath(match) in leave_out):
+                    continue
+                if _kind(match) is None:
+                    _refuse_unread(match, f"the files {name} matches")
+                    continue
+                files.append(match)
             if not files:
                 raise CorpusInputError(f"{name}: the pattern matches no input file")
             for match in files:
@@ -575,6 +616,7 @@ def _arrow_units(
                     for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, row_groups=[group], columns=[text_key])
                 )
         else:
+            _check_stream_end(source.path)
             reader = pa.ipc.open_stream(pa.memory_map(source.path, "r"))
             schema = reader.schema
             table = reader.read_all()
@@ -586,6 +628,8 @@ def _arrow_units(
         raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {_one_line(error)}") from None
     if text_key not in schema.names:
         raise CorpusInputError(f"{source.path}: no column {text_key!r} (columns: {', '.join(schema.names)}); choose one with --text-key")
+    if schema.names.count(text_key) > 1:  # (pyarrow writes such files; schema.field raised a bare KeyError: a bug hunt)
+        raise CorpusInputError(f"{source.path}: {schema.names.count(text_key)} columns are named {text_key!r}: which one holds the text is not known")
     column_type = schema.field(text_key).type
     # Strings, also dictionary-encoded (a pandas Categorical) or as string views: read as strings.
     value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
@@ -627,6 +671,32 @@ def _arrow_units(
         unit_rows = sum(len(a) for a in pending)
         last = Cursor(index + 1) if whole else Cursor(index, row, 1)
         yield Unit("arrow", pa.concat_arrays(pending), index, row - unit_rows, share(row - unit_rows, rows if whole else row), last)
+
+
+ARROW_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # (the continuation marker, then a message of length 0)
+
+
+def _check_stream_end(path: str) -> None:
+    """CorpusInputError unless the Arrow stream file ``path`` ends with its end-of-stream marker
+    right after its last message, as ``save_to_disk``'s writer leaves it (closed). A file cut
+    short at a message boundary reads as a shorter, complete dataset: documents were dropped
+    silently (a bug hunt), where a truncated .zst is an error."""
+    import pyarrow as pa
+
+    size = os.path.getsize(path)
+    with pa.memory_map(path, "r") as mapped:
+        messages = pa.ipc.MessageReader.open_stream(mapped)
+        last_end = 0
+        while True:
+            try:
+                messages.read_next_message()
+            except StopIteration:
+                break
+            last_end = mapped.tell()
+        mapped.seek(max(0, size - len(ARROW_END_OF_STREAM)))
+        tail = mapped.read()
+    if last_end != size - len(ARROW_END_OF_STREAM) or tail != ARROW_END_OF_STREAM:
+        raise CorpusInputError(f"{path}: cut short (the Arrow stream has no end-of-stream marker after its last message at byte {last_end} of {size})")
 
 
 def _read_checked(batches: Iterator[Any], source: Source) -> Iterator[Any]:

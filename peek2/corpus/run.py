@@ -131,7 +131,9 @@ def _load_tokenizer(tokenizer: Tokenizer | str | os.PathLike[str]) -> Tokenizer:
     try:
         return Tokenizer.from_pretrained(name)
     except FileNotFoundError as error:  # (a folder without tokenizer.json has no strerror: it said "None"; a bug hunt)
-        raise CorpusError(f"tokenizer {name}: {error.strerror}" if error.strerror else f"tokenizer {error}") from None
+        # (the hub's own message does not name it: "tokenizer An error happened..."; a bug hunt)
+        said = error.strerror or str(error)
+        raise CorpusError(f"tokenizer {error}" if not error.strerror and name in said else f"tokenizer {name}: {said}") from None
 
 
 def _eos_id(tokenizer: Tokenizer, eos_token: str | None) -> int:
@@ -267,7 +269,11 @@ def tokenize(
         raise CorpusError(f"engine must be 'local' or 'ray', not {engine!r}")
     if engine == "ray":
         _check_ray_address(ray_address)
-    sources = find_inputs(inputs)
+    # The outputs of this prefix that an input folder or glob may hold (the prefix inside it):
+    # never inputs (they were read as such, and a second run then refused; a bug hunt).
+    prefix = os.path.abspath(os.fspath(output))
+    own_outputs = frozenset(os.path.realpath(prefix + suffix) for suffix in (".parquet", ".summary.json", ".rejects.jsonl"))
+    sources = find_inputs(inputs, own_outputs)
     tok = _load_tokenizer(tokenizer)
     digest = tok._content_digest()
     if not digest:
@@ -339,7 +345,9 @@ def tokenize(
         except (OSError, ValueError) as error:
             run.release()
             raise CorpusError(f"cannot resume: {run.manifest_path}: {error}") from None
-        problem = _resume_problem(begun, fingerprints, digest, option_values) if begun is not None else ""
+        problem = ""
+        if begun is not None:
+            problem = _manifest_shape_problem(begun, run.manifest_path) or _resume_problem(begun, fingerprints, digest, option_values)
         if problem:
             run.release()
             raise CorpusError(f"cannot resume {output}: {problem}")
@@ -406,6 +414,29 @@ def _flag(value: object, name: str) -> bool:
         return as_flag(value, name)
     except TypeError as error:
         raise CorpusError(str(error)) from None
+
+
+MANIFEST_SHAPE = {"inputs": list, "tokenizer": dict, "options": dict, "cursor": dict, "stats": dict, "rejects_bytes": int}
+FINGERPRINT_KEYS = ("path", "size", "mtime_ns", "sha256_ends")
+
+
+def _manifest_shape_problem(manifest: object, path: str) -> str:
+    """Why ``manifest`` (read from ``path``) is not a manifest peek2 writes, or "" (one of another
+    version: ``_resume_problem`` says so). A JSON file of another shape was a traceback
+    (AttributeError, TypeError) or a bare key name (a bug hunt)."""
+    not_ours = f"its manifest {path} is not one peek2 wrote"
+    if not isinstance(manifest, dict):
+        return f"{not_ours} (a JSON {type(manifest).__name__}, not an object)"
+    if manifest.get("peek2_corpus_manifest") != MANIFEST_VERSION:
+        return ""
+    for key, kind in MANIFEST_SHAPE.items():
+        if not isinstance(manifest.get(key), kind):
+            return f"{not_ours} (its {key!r} is missing or not a JSON {'array' if kind is list else 'object' if kind is dict else 'integer'})"
+    if not all(isinstance(f, dict) and all(k in f for k in FINGERPRINT_KEYS) for f in manifest["inputs"]):
+        return f"{not_ours} (an input of its 'inputs' is not {{{', '.join(FINGERPRINT_KEYS)}}})"
+    if not isinstance(manifest["tokenizer"].get("sha256"), str) or not isinstance(manifest["tokenizer"].get("source"), str):
+        return f"{not_ours} (its 'tokenizer' has no sha256 and source)"
+    return ""
 
 
 def _resume_problem(manifest: dict[str, Any], fingerprints: list[dict[str, Any]], digest: str, options: dict[str, Any]) -> str:
