@@ -329,3 +329,19 @@ def test_tokenizers_no_stream_can_encode_and_files_gone(data_dir: Path, tmp_path
     runs = "hi\n" + " " * 30_000 + "x"  # (one piece pending past OFFLOAD_CHARS)
     expected = tokenizers.Tokenizer.from_file(str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")).encode(runs).ids
     assert asyncio.run(tok.async_encode(runs)) == expected
+
+
+@pytest.mark.parametrize("name", ["llama3.1", "qwen3"])
+def test_first_encodes_at_once_on_a_fresh_tokenizer(data_dir: Path, name: str) -> None:
+    """A bug hunt: two ``async_encode`` calls at once on a fresh tokenizer, each longer than a
+    slice: while the first made rule 3's structures (yielding to the loop), the second found them
+    made, and the compiled build failed it ("None object expected; got GrowingPiece")."""
+    for text in ("Hello world. " * 2000, "Hello " + "=" * 50_000 + " world"):
+        tok = Tokenizer.from_file(data_dir / "tokenizers" / name / "tokenizer.json")
+
+        async def main() -> list[object]:
+            return await asyncio.gather(*(tok.async_encode(text) for _ in range(4)), tok.async_encode_batch([text, text]))
+
+        first, *others, batch = asyncio.run(main())
+        expected = tok.encode(text)
+        assert first == expected and all(ids == expected for ids in others) and batch == [expected, expected]

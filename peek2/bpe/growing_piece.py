@@ -283,7 +283,14 @@ class LongPieces:
             return
         starts = TokenPrefixes(self.vocab, self.id_bytes)
         yield
-        if self.growing is None:  # (unless another caller made it meanwhile)
+        self._made_from(starts)
+
+    def _made_from(self, starts: TokenPrefixes) -> None:
+        """Makes ``growing_piece()`` from ``starts``, unless another caller made it meanwhile (two
+        first ``async_encode`` calls at once). A method of its own: in ``build_in_steps``, after
+        its ``is not None`` test, mypyc took ``self.growing`` for None across the yield, and the
+        second caller failed its compiled type check ("None object expected"; a bug hunt)."""
+        if self.growing is None:
             self.growing = GrowingPiece(self.engine, self.vocab, self.id_bytes, starts)
 
     def block(self, data: bytes, at: int) -> tuple[int, list[int]]:
