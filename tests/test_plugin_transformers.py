@@ -435,3 +435,49 @@ def test_threads_with_other_settings_do_not_deadlock_the_backend(data_dir: Path)
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["done", "0"]
+
+
+FORK_WHILE_BUSY = """
+import os, signal, sys, threading, time, warnings
+warnings.simplefilter("ignore")
+import peek2, tokenizers
+from transformers import AutoTokenizer
+folder = sys.argv[1]
+if sys.argv[2] == "transformers":
+    peek2.patch_transformers()
+    tok = AutoTokenizer.from_pretrained(folder)
+    call = lambda: tok("hello")["input_ids"]
+    busy = lambda: tok(["some text here " * 5] * 4)
+else:
+    tok = peek2.patch(tokenizers.Tokenizer.from_file(os.path.join(folder, "tokenizer.json")))
+    call = busy = tok.to_str
+expected = call()
+def loop():
+    while True:
+        busy()
+threading.Thread(target=loop, daemon=True).start()
+time.sleep(0.2)
+for attempt in range(10):
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(10)  # (a child that hangs ends with SIGALRM)
+        os._exit(0 if call() == expected else 3)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        print(f"fork {attempt}: the child {'hung' if os.WIFSIGNALED(status) else 'got other ids'}")
+        sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("patched", ["transformers", "tokenizers"])
+def test_a_fork_while_another_thread_calls_the_patched_tokenizer(data_dir: Path, patched: str) -> None:
+    """A bug hunt: a child forked while another thread was in a patched call (transformers: the
+    backend's lock) or in a save of a patched ``tokenizers.Tokenizer`` (the swap lock) hung at its
+    first such call, the lock held for ever by a thread the child does not have. Unpatched, the
+    child runs; each lock is made anew in a child now."""
+    import subprocess
+    import sys
+
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    done = subprocess.run([sys.executable, "-c", FORK_WHILE_BUSY, folder, patched], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]

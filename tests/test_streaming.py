@@ -171,8 +171,10 @@ def test_a_copy_of_a_finished_or_broken_encoder_is_so_too(tok: Tokenizer) -> Non
 
 def test_encoders_sessions_and_caches_refuse_pickling_by_name(tok: Tokenizer) -> None:
     """They hold this process's engine state: pickling failed deep inside ("cannot pickle
-    'vec[i64]' object", "cannot pickle '_thread.lock' object"), naming nothing of peek2."""
-    for thing, name in ((tok.stream_encoder(), "StreamEncoder"), (tok.prompt_session(), "PromptSession"), (tok.prompt_cache(), "PromptCache")):
+    'vec[i64]' object", "cannot pickle '_thread.lock' object"), naming nothing of peek2. A stream
+    decoder pickled as any object, with a copy of the bytes of every id (a bug hunt)."""
+    things = ((tok.stream_encoder(), "StreamEncoder"), (tok.prompt_session(), "PromptSession"), (tok.prompt_cache(), "PromptCache"), (tok.stream_decoder(), "StreamDecoder"))
+    for thing, name in things:
         with pytest.raises(TypeError, match=f"a {name} cannot be pickled"):
             pickle.dumps(thing)
 

@@ -64,6 +64,17 @@ _PATCH_KEYS = ("_peek2_family", "_peek2_original", "_peek2_installed", "to_str",
 _SWAP_LOCK = threading.RLock()
 
 
+def _renew_swap_lock() -> None:
+    """A forked child's own lock: one held by another thread of the parent at the fork (a save
+    meanwhile) was held for ever in the child, whose next save hung (a bug hunt)."""
+    global _SWAP_LOCK
+    _SWAP_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_swap_lock)
+
+
 class Peek2Split:
     """The custom component: splits each ``NormalizedString`` into the pieces of a family.
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import json
+import os
 import threading
 import warnings
 import weakref
@@ -71,8 +72,27 @@ def _backend_lock(backend: Any) -> Any:
     called inside ``tokenize``. (Kept in the backend's ``__dict__``, which its pickles leave out.)"""
     lock = backend.__dict__.get(_LOCK)
     if lock is None:
-        lock = backend.__dict__.setdefault(_LOCK, threading.RLock())
+        with _LOCKING:
+            lock = backend.__dict__.setdefault(_LOCK, threading.RLock())
+            _LOCKED.add(backend)
     return lock
+
+
+_LOCKING = threading.Lock()
+_LOCKED: weakref.WeakSet[Any] = weakref.WeakSet()  # the backends that have a lock (_backend_lock)
+
+
+def _renew_locks() -> None:
+    """A forked child's own locks: a backend's lock held by another thread of the parent at the
+    fork was held for ever in the child, whose next call hung (a bug hunt; unpatched, it runs)."""
+    global _LOCKING
+    _LOCKING = threading.Lock()
+    for backend in list(_LOCKED):
+        backend.__dict__[_LOCK] = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks)
 
 # Arguments of TokenizersBackend._encode_plus that a plain call leaves at these values.
 _PLAIN = {

@@ -234,6 +234,10 @@ class StreamDecoder(Branchable):
         ValueError: an id that is negative or not in the vocabulary.
     """
 
+    # (It pickled as any object, with a copy of the tokenizer's bytes of every id: 1.4 MB for
+    # Qwen3, where the docs say a serving object refuses; a bug hunt.)
+    PICKLE_ADVICE = "pickle the Tokenizer and make tok.stream_decoder(prefill=ids) in the other process, or copy.copy() the decoder here"
+
     def __init__(self, tokenizer: Tokenizer, skip_special_tokens: bool = False, *, prefill: Iterable[int] = ()) -> None:
         self._tok = tokenizer
         self._skip = as_flag(skip_special_tokens, "skip_special_tokens")
