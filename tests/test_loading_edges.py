@@ -566,3 +566,17 @@ def test_a_folder_given_as_a_file_says_what_to_pass(data_dir: Path) -> None:
         with pytest.raises(FileNotFoundError, match="an empty path: no tokenizer file named"):
             empty()  # (an unset variable: it was "a folder", the working directory)
     assert Tokenizer.from_pretrained(data_dir / "tokenizers" / "llama3").encode("hi") == Tokenizer.from_file(data_dir / "tokenizers" / "llama3" / "tokenizer.json").encode("hi")
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_constants_are_refused_as_tokenizers_refuses_them(tmp_path: Path, data_dir: Path, constant: str) -> None:
+    """Python's json reads NaN and Infinity, JSON has neither: in a field peek2 ignores, such a file
+    loaded, where tokenizers refuses it ("expected value"; a bug hunt)."""
+    text = (data_dir / "tokenizers" / "llama3" / "tokenizer.json").read_text(encoding="utf-8")
+    assert text.count('"model": {') == 1
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text.replace('"model": {', f'"model": {{"note": {constant}, ', 1), encoding="utf-8")
+    with pytest.raises(Exception, match="expected value|invalid number"):
+        tokenizers.Tokenizer.from_file(str(path))
+    with pytest.raises(TokenizerFormatError, match=f"tokenizer.json: not valid JSON: {constant} is not a JSON value"):
+        Tokenizer.from_file(path)

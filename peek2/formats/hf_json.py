@@ -58,13 +58,23 @@ def read_json(text: str, source: str, object_pairs_hook: Callable[[list[tuple[st
     Python reads (a RecursionError from deep nesting and the ValueError of a number of thousands
     of digits escaped the loaders bare, naming no file; a bug hunt)."""
     try:
-        return json.loads(text, object_pairs_hook=object_pairs_hook)
+        return json.loads(text, object_pairs_hook=object_pairs_hook, parse_constant=_not_json_constant)
+    except _NotJsonConstant as error:  # (NaN and Infinity loaded where tokenizers refuses the file; a bug hunt)
+        raise TokenizerFormatError(f"{source}: not valid JSON: {error.args[0]} is not a JSON value (RFC 8259)") from None
     except json.JSONDecodeError as error:
         raise TokenizerFormatError(f"{source}: not valid JSON (truncated?): {error}") from None
     except RecursionError:
         raise TokenizerFormatError(f"{source}: not valid JSON: arrays or objects nested too deeply to read") from None
     except ValueError:  # (int() of a literal past sys.get_int_max_str_digits(); tokenizers refuses it too)
         raise TokenizerFormatError(f"{source}: not valid JSON: a number of more than {sys.get_int_max_str_digits()} digits") from None
+
+
+class _NotJsonConstant(Exception):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a JSON text: Python's ``json`` reads them, JSON has none."""
+
+
+def _not_json_constant(name: str) -> Any:
+    raise _NotJsonConstant(name)
 
 
 class _Repeating(dict):  # type: ignore[type-arg]
