@@ -325,3 +325,44 @@ def test_long_pieces_of_whole_characters_merge_as_tokenizers(data_dir: Path, mod
         expected = reference.encode(text, add_special_tokens=False).ids
         assert ours.encode(text, add_special_tokens=False) == expected, ascii(text[:8])
         assert ours.count(text, add_special_tokens=False) == len(expected)
+
+
+def test_long_tokens_merge_alone_through_a_heap_as_the_scan_does(data_dir: Path) -> None:
+    """``final_pairs`` merges each token's bytes alone: by a scan, quadratic in the token's length
+    (a file with one token of 200,000 characters took 23 s to load; a bug hunt), so a token longer
+    than ``ALONE_SCAN_MAX`` bytes merges through a heap. Both give the same token and last pair,
+    at every length, on text, on runs of one byte and on pairs repeated; and the load grows
+    linearly with such a token."""
+    from peek2.bpe.engine_tables import _byte_ids
+
+    tok = Tokenizer.from_file(data_dir / "tokenizers" / "llama3.2" / "tokenizer.json")
+    byte_ids, merges = _byte_ids(tok.spec), tok._engine.merges
+    tokens = [t for t in tok.spec.vocab if len(t) > 1]
+    rng = random.Random(21)
+    for n in (2, 3, 7, 40, 255, 256, 257, 600, 2000):
+        for kind in range(6):
+            if kind == 0:
+                data = b"".join(rng.choice(tokens) for _ in range(n))[:n]
+            elif kind == 1:
+                data = rng.choice(tokens)[:1] * n
+            elif kind == 2:
+                data = (b"ab" * n)[:n]
+            elif kind == 3:
+                data = rng.choice(tokens) * 3
+            elif kind == 4:
+                data = bytes(rng.randrange(256) for _ in range(n))
+            else:
+                data = " ".join(rng.choice(["the", "cat", "==", "\u4e2d\u6587", "1234"]) for _ in range(n)).encode()[:n]
+            scan, heap = merge_table.MergeAlone(), merge_table.MergeAlone()
+            merged = merge_table._merge_alone_scan(data, byte_ids, merges, scan)
+            assert merge_table._merge_alone_heap(data, byte_ids, merges, heap) == merged, (n, kind, data[:40])
+            assert heap.last == scan.last, (n, kind, data[:40])
+    # One long token in a small file, made by a chain of doublings: the load grows linearly.
+    def file_with_a_long_token(size: int) -> str:
+        pieces, merges_list = [b"ab"], [(b"a", b"b")]
+        while len(pieces[-1]) * 2 <= size:
+            merges_list.append((pieces[-1], pieces[-1]))
+            pieces.append(pieces[-1] * 2)
+        return byte_level_file([b"ab" * (size // 2)], merges_list)
+
+    assert growth(file_with_a_long_token, lambda text: Tokenizer.from_str(text, cache_size=0), 20_000) < 8
