@@ -144,3 +144,30 @@ def test_special_tokens_argument_errors(tmp_path: Path) -> None:
         Tokenizer.from_tiktoken(path, pattern="cl100k", special_tokens=["<|end|>"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"or a tiktoken encoding: .*cl100k_base"):
         Tokenizer.from_tiktoken(path, pattern="cl100k_bas")
+
+
+def test_a_long_token_of_a_rank_file_loads_in_linear_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: every split of a token of L bytes was sliced and hashed (``converter_merges``),
+    quadratic in L: a rank file with a token of 64 KB took 7.6 s to load. A chain of doublings
+    of "=" up to a long token: the ids are tiktoken's, and 4x the token loads in about the same
+    time (the rest of the file dominates)."""
+    import tiktoken
+
+    from peek2 import Tokenizer
+    from tests.scaling import growth
+
+    def chain(size: int) -> list[bytes]:
+        tokens = [bytes([b]) for b in range(256)]
+        while len(tokens[-1]) * 2 <= size:
+            tokens.append((tokens[-1] if len(tokens[-1]) > 1 else b"=") * 2)
+        return tokens
+
+    monkeypatch.setenv("PEEK2_CACHE", "0")  # (every load parses the file: no load cache)
+    tokens = chain(4096)
+    path = rank_file(tmp_path, tokens)
+    reference = tiktoken.Encoding("chain", pat_str=_cl100k_pat(), mergeable_ranks={t: r for r, t in enumerate(tokens)}, special_tokens={})
+    tok = Tokenizer.from_tiktoken(path, pattern="cl100k_base")
+    for text in ("=" * 5000, "a " + "=" * 4096 + " b", "==="):
+        assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    paths = {size: rank_file(tmp_path / str(size), chain(size)) for size in (16_384, 65_536) if (tmp_path / str(size)).mkdir() is None}
+    assert growth(lambda size: str(paths[size]), lambda path: Tokenizer.from_tiktoken(path, pattern="cl100k_base"), 16_384) < 8

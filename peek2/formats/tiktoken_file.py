@@ -143,10 +143,22 @@ def converter_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     >>> converter_merges({b"a": 0, b"b": 1, b"ab": 2, b"bb": 3, b"abb": 4})
     [(b'a', b'b'), (b'b', b'b'), (b'a', b'bb'), (b'ab', b'b')]
     """
+    # Only the splits into lengths that some token has are tried: every split of a token of L bytes
+    # sliced and hashed 2L bytes a split, quadratic in L (a rank file with a token of 64 KB took
+    # 7.6 s to load; a bug hunt). Ordinary tokens (up to ~128 bytes) have every length below theirs.
+    lengths = sorted({len(token) for token in ranks})
     merges: list[tuple[bytes, bytes]] = []
     for token in _by_rank(ranks):
-        splits = [(token[:i], token[i:]) for i in range(1, len(token))]
-        found = [(ranks[left], ranks[right], left, right) for left, right in splits if left in ranks and right in ranks]
+        size = len(token)
+        found = []
+        for i in lengths:
+            if i >= size:
+                break
+            left = token[:i]
+            if left in ranks:
+                right = token[i:]
+                if right in ranks:
+                    found.append((ranks[left], ranks[right], left, right))
         found.sort()
         merges.extend((left, right) for _, _, left, right in found)
     return merges
