@@ -273,39 +273,40 @@ def _merge_alone_heap(data: bytes, byte_ids: list[int], merges: MergeTable, scra
 
 def _heap_push(heap_values: vec[i64], heap_positions: vec[i64], size: i64, value: i64, position: i64) -> i64:
     """Adds (value, position) to the heap of ``size`` entries; returns its new size."""
-    k = size
-    while k > 0:
-        parent = (k - 1) >> 1
-        if _comes_before(heap_values[parent], heap_positions[parent], value, position):
-            break
-        heap_values[k] = heap_values[parent]
-        heap_positions[k] = heap_positions[parent]
-        k = parent
-    heap_values[k] = value
-    heap_positions[k] = position
+    _heap_place(heap_values, heap_positions, size + 1, size, value, position)
     return size + 1
 
 
 def _heap_pop(heap_values: vec[i64], heap_positions: vec[i64], size: i64) -> i64:
     """Removes the heap's least entry; returns its new size."""
     size -= 1
-    value = heap_values[size]
-    position = heap_positions[size]
-    k: i64 = 0
+    _heap_place(heap_values, heap_positions, size, 0, heap_values[size], heap_positions[size])
+    return size
+
+
+def _heap_place(heap_values: vec[i64], heap_positions: vec[i64], size: i64, k: i64, value: i64, position: i64) -> None:
+    """Puts (value, position) in the hole at ``k`` of a heap of ``size`` entries: the hole moves up
+    past parents that come after the entry (a push: a hole at the end), else down past the lesser
+    child while it comes before the entry (a pop: a hole at the root). One loop for both."""
     while True:
-        child = 2 * k + 1
-        if child >= size:
+        move: i64 = -1
+        parent = (k - 1) >> 1
+        if k > 0 and not _comes_before(heap_values[parent], heap_positions[parent], value, position):
+            move = parent
+        else:
+            child = 2 * k + 1
+            if child < size:
+                if child + 1 < size and _comes_before(heap_values[child + 1], heap_positions[child + 1], heap_values[child], heap_positions[child]):
+                    child += 1
+                if _comes_before(heap_values[child], heap_positions[child], value, position):
+                    move = child
+        if move < 0:
             break
-        if child + 1 < size and _comes_before(heap_values[child + 1], heap_positions[child + 1], heap_values[child], heap_positions[child]):
-            child += 1
-        if _comes_before(value, position, heap_values[child], heap_positions[child]):
-            break
-        heap_values[k] = heap_values[child]
-        heap_positions[k] = heap_positions[child]
-        k = child
+        heap_values[k] = heap_values[move]
+        heap_positions[k] = heap_positions[move]
+        k = move
     heap_values[k] = value
     heap_positions[k] = position
-    return size
 
 
 def _comes_before(value: i64, position: i64, other_value: i64, other_position: i64) -> bool:
