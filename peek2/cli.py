@@ -477,7 +477,7 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
 
 
 def _tokenize_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl[.gz|.zst], .parquet, .txt, a folder, a glob, or a saved datasets dataset")
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl[.gz|.zst|.xz|.bz2], .parquet, .txt, a folder, a glob, or a saved datasets dataset")
     parser.add_argument("--tokenizer", required=True, help="a tokenizer.json, a folder holding one, or a named model")
     parser.add_argument("--output", required=True, metavar="PREFIX", help="prefix of the output files (folders are made)")
     parser.add_argument("--format", required=True, choices=["megatron", "llmc", "parquet"])

@@ -1,6 +1,6 @@
 """The documents of a corpus, in input order, cut into units of work for the tokenizing workers.
 
-Inputs (``find_inputs``): JSONL (``.jsonl``/``.json``, also ``.gz`` and ``.zst``: one JSON object a
+Inputs (``find_inputs``): JSONL (``.jsonl``/``.json``, also ``.gz``, ``.zst``, ``.xz`` and ``.bz2``: one JSON object a
 line, the text under a key), Parquet (the text column), plain text (``.txt``: one document a
 file), a folder (every such file below it, in sorted order, or a ``datasets`` dataset saved with
 ``save_to_disk``), or a glob of them.
@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import bz2
 import gzip
 import hashlib
 import json
+import lzma
 import os
 from dataclasses import dataclass
 from io import FileIO
@@ -26,7 +28,7 @@ from collections.abc import Iterable
 from typing import IO, Any, Iterator
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-COMPRESSED = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+COMPRESSED = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz", ".bz2": "bzip2"}
 PARQUET_SUFFIXES = (".parquet",)
 TEXT_SUFFIXES = (".txt",)
 FINGERPRINT_BYTES = 1 << 20
@@ -44,7 +46,7 @@ class Source:
 
     path: str
     kind: str  # "jsonl", "parquet", "arrow", "text"
-    compression: str  # "", "gzip", "zstd"
+    compression: str  # "", "gzip", "zstd", "xz", "bzip2"
 
     def fingerprint(self) -> dict[str, Any]:
         """Size, mtime and a hash of the first and last MB: what a resumed run must find again."""
@@ -116,7 +118,7 @@ def _kind(path: str) -> tuple[str, str] | None:
     return None
 
 
-UNREAD_COMPRESSION = (".xz", ".bz2", ".lz4", ".lzma", ".br", ".zip", ".7z", ".tar", ".tgz", ".z")
+UNREAD_COMPRESSION = (".lz4", ".lzma", ".br", ".zip", ".7z", ".tar", ".tgz", ".z")
 
 
 def _unread_kind(path: str) -> str | None:
@@ -127,7 +129,7 @@ def _unread_kind(path: str) -> str | None:
     if not dot or "." + last not in UNREAD_COMPRESSION + tuple(COMPRESSED):
         return None
     if stem.endswith(JSONL_SUFFIXES):
-        return f"a JSONL file compressed as .{last}: peek2 reads JSONL plain, .gz or .zst"
+        return f"a JSONL file compressed as .{last}: peek2 reads JSONL plain, .gz, .zst, .xz or .bz2"
     if stem.endswith(PARQUET_SUFFIXES + TEXT_SUFFIXES):
         kind = stem.rpartition(".")[2]
         return f"a .{kind} file compressed as .{last}: peek2 reads .{kind} files uncompressed"
@@ -319,13 +321,13 @@ def find_inputs(inputs: object, leave_out: frozenset[str] = frozenset()) -> list
                 continue
             found = _folder_sources(name, leave_out)
             if not found:
-                raise CorpusInputError(f"{name}: no input files in this folder (.jsonl, .jsonl.gz, .jsonl.zst, .parquet, .txt)")
+                raise CorpusInputError(f"{name}: no input files in this folder (.jsonl, .jsonl.gz, .jsonl.zst, .jsonl.xz, .jsonl.bz2, .parquet, .txt)")
             sources.extend(found)
         elif os.path.exists(name):
             kind = _kind(name)
             if kind is None:
                 raise CorpusInputError(
-                    f"{name}: unknown kind of input (expected .jsonl/.json/.ndjson, optionally .gz or .zst, .parquet or .txt)"
+                    f"{name}: unknown kind of input (expected .jsonl/.json/.ndjson, optionally .gz, .zst, .xz or .bz2, .parquet or .txt)"
                 )
             _regular_file(name)
             sources.append(Source(name, *kind))
@@ -369,6 +371,10 @@ def _open_binary(source: Source) -> IO[bytes]:
             raw.close()
             raise CorpusInputError(f"{source.path}: reading .zst needs the zstandard package (pip install 'peek2[corpus]')") from None
         return _ZstdFrames(raw, zstandard)  # type: ignore[return-value]
+    if source.compression == "xz":
+        return _Unpacked(raw, lzma.LZMAFile(raw))  # type: ignore[return-value]
+    if source.compression == "bzip2":
+        return _Unpacked(raw, bz2.BZ2File(raw))  # type: ignore[return-value]
     return raw
 
 
@@ -377,6 +383,26 @@ def _empty(path: str) -> bool:
         return os.stat(path).st_size == 0
     except OSError:
         return False  # (named where it is opened)
+
+
+class _Unpacked:
+    """A .xz or .bz2 file read through the standard library's reader (which reads on across
+    concatenated streams, in bounded steps, and raises EOFError on a file cut short); ``tell``
+    is the compressed position, for progress."""
+
+    def __init__(self, raw: IO[bytes], unpacked: IO[bytes]) -> None:
+        self.raw = raw
+        self.unpacked = unpacked
+
+    def read(self, size: int) -> bytes:
+        return self.unpacked.read(size)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.unpacked.close()
+        self.raw.close()
 
 
 ZSTD_OUTPUT_MAX = 8 << 20  # _ZstdFrames: decompressed bytes a step makes, about at most
@@ -479,19 +505,14 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
         position, line = first.position, first.line
         skipped = 0
         while skipped < position:  # a compressed stream cannot seek: read up to the cursor
-            data = handle.read(min(unit_bytes, position - skipped))
+            data = _read_packed(handle, source, min(unit_bytes, position - skipped))
             if not data:
                 raise CorpusInputError(f"{source.path}: shorter than when the run began")
             skipped += len(data)
         carry = b""
         consumed = _raw_position(handle, source)
         while True:
-            try:
-                data = handle.read(unit_bytes)
-            except (OSError, EOFError, gzip.BadGzipFile) as error:
-                raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
-            except Exception as error:  # zstandard.ZstdError, ...
-                raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
+            data = _read_packed(handle, source, unit_bytes)
             if not data:
                 if carry:  # a last line without its newline
                     yield Unit("jsonl", carry, index, line, _raw_position(handle, source) - consumed, Cursor(index + 1))
@@ -509,6 +530,17 @@ def _jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> 
             position, line = end.position, end.line
     finally:
         handle.close()
+
+
+def _read_packed(handle: IO[bytes], source: Source, size: int) -> bytes:
+    """Up to ``size`` bytes of a compressed file; a file cut short or not of its kind is a
+    CorpusInputError naming it."""
+    try:
+        return handle.read(size)
+    except MemoryError:
+        raise
+    except Exception as error:  # OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError, zstandard.ZstdError
+        raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
 
 
 def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> Iterator[Unit]:

@@ -6,7 +6,7 @@ groups, text files and saved datasets' Arrow files whole. The actors read them a
 engine's reader does (``peek2.corpus.inputs``) and encode them as its workers do
 (``peek2.corpus.documents.encode_unit``: the same JSON checks, errors naming the file and line or
 row, blank lines counted): the text never travels through Ray's object store, only the ids come
-back. A compressed JSONL file (``.gz``, ``.zst``) cannot be cut into ranges: read tasks
+back. A compressed JSONL file (``.gz``, ``.zst``, ``.xz``, ``.bz2``) cannot be cut into ranges: read tasks
 (``read_compressed``) decompress it into units of lines that any actor takes, so that one large
 file still keeps every actor busy. (Ray's ``read_json``, pyarrow's JSON reader, used here before,
 failed on a line of 2 MB across its 1 MB blocks, read two objects on one line as two documents,
