@@ -366,3 +366,15 @@ def test_long_tokens_merge_alone_through_a_heap_as_the_scan_does(data_dir: Path)
         return byte_level_file([b"ab" * (size // 2)], merges_list)
 
     assert growth(file_with_a_long_token, lambda text: Tokenizer.from_str(text, cache_size=0), 20_000) < 8
+
+
+def test_utf8_length_counts_long_and_short_ranges_alike() -> None:
+    """``_utf8_length`` encodes a range of more than 512 characters in C and counts a shorter one
+    scalar by scalar: both give the UTF-8 length, a lone surrogate counting 3 bytes."""
+    rng = random.Random(8)
+    alphabet = ["a", "\u00e9", "\u4e2d", "\U0001f600", "\ud800", "\udfff", " "]
+    for size in (0, 1, 511, 512, 513, 2000):
+        text = "".join(rng.choice(alphabet) for _ in range(size + 20))
+        for start, end in ((0, size), (7, size + 20), (3, size + 3)):
+            expected = sum(1 if c < "\x80" else 2 if c < "\u0800" else 3 if c < "\U00010000" else 4 for c in text[start:end])
+            assert merger._utf8_length(text, start, end) == expected, (size, start, end)
