@@ -12,7 +12,11 @@ import signal
 
 
 def main() -> int:
-    previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Only Python's own Ctrl-C handler is replaced: a SIGINT ignored by whoever started the
+    # command (``cmd &`` in a script, a supervisor) stays ignored (it ended the command; a bug hunt).
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         from peek2.cli import main as cli_main
     except MemoryError:  # (as peek2.cli.main says it, for the imports)
@@ -21,7 +25,8 @@ def main() -> int:
         print("peek2: out of memory (is a limit such as ulimit -v set?)", file=sys.stderr)
         return 1
 
-    signal.signal(signal.SIGINT, previous)
+    if previous is signal.default_int_handler:
+        signal.signal(signal.SIGINT, previous)
     return cli_main()
 
 

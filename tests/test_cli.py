@@ -168,6 +168,62 @@ def test_interrupt_while_the_command_imports_peek2_prints_no_traceback() -> None
     assert script.value == "peek2_command:main"
 
 
+def test_an_ignored_interrupt_stays_ignored_while_the_command_imports_peek2() -> None:
+    """A bug hunt: the console script set Ctrl-C's default action during its imports whatever it
+    found, so a process started with SIGINT ignored (``cmd &`` in a script, a supervisor) was
+    ended by one. The SIGINT is sent from an import hook, as peek2.cli is imported."""
+    import signal
+
+    child = (
+        "import os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'peek2.cli':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "sys.argv = ['peek2', '--version']\n"
+        "from peek2_command import main\n"
+        "code = main()\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+        "sys.exit(code)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, (result.returncode, result.stderr)
+    assert result.stdout.startswith("peek2 ")
+
+
+def test_an_interrupt_while_the_workers_fork_ends_the_run(tmp_path: Path, data_dir: Path) -> None:
+    """A bug hunt: a Ctrl-C that came while ``peek2 tokenize`` forked its workers raised inside
+    logging's at-fork hook, where Python prints the error and goes on: a traceback, then the run
+    finished with status 0. The SIGINT is sent from an at-fork hook of the test's own, in the
+    parent right after the first fork: the run now stops as interrupted (status 130), resumable."""
+    import signal
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"document {k} " * 20}) + "\n" for k in range(3000)), encoding="utf-8")
+    child = (
+        "import os, signal, sys\n"
+        "sent = []\n"
+        "def interrupt():\n"
+        "    if not sent:\n"
+        "        sent.append(1)\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "os.register_at_fork(after_in_parent=interrupt)\n"
+        "from peek2.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    tokenizer = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    command = ["tokenize", str(corpus), "--tokenizer", tokenizer, "--output", str(tmp_path / "out"), "--format", "megatron", "--workers", "2", "--quiet", "--unit-bytes", "65536"]
+    result = subprocess.run([sys.executable, "-c", child, *command], capture_output=True, text=True, timeout=300)
+    assert (result.returncode, result.stderr) == (130, "peek2: interrupted\n")
+    assert not (tmp_path / "out_text_document.bin").exists()
+    resumed = subprocess.run([sys.executable, "-m", "peek2", *command, "--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (tmp_path / "out_text_document.bin").is_file()
+
+
 @pytest.mark.parametrize("module", ["peek2.tokenizer", "peek2.cli"])
 def test_interrupt_while_python_m_peek2_imports_prints_no_traceback(tmp_path: Path, module: str) -> None:
     """A bug hunt: ``python -m peek2`` printed a traceback through importlib for a Ctrl-C while

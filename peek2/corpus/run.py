@@ -93,6 +93,26 @@ class _DocumentError(CorpusInputError):
 _worker: tuple[Tokenizer, Options, list[str]] | None = None
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Any:
+    """Ctrl-C held back (the signal blocked) while the workers are forked, and taken right after.
+
+    A Ctrl-C during the fork raised KeyboardInterrupt inside an at-fork hook of Python's own
+    (logging's), where Python prints it as an ignored exception and goes on: the run printed a
+    traceback, finished and exited 0 (a bug hunt). Blocked, the signal waits until the fork is
+    done and then interrupts the run as anywhere else (status 130, resumable)."""
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _init_worker(tokenizer: Tokenizer, options: Options, paths: list[str], parent: int, lock_fd: int) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt does
@@ -676,7 +696,8 @@ def _run(
 
             for unit in units:
                 try:
-                    pending = pool.submit(_encode_in_worker, unit)
+                    with _interrupts_held() if not spawned else contextlib.nullcontext():
+                        pending = pool.submit(_encode_in_worker, unit)  # (the first forks the workers)
                 except concurrent.futures.process.BrokenProcessPool as error:
                     # A worker died before this unit went out: the error a waited result gives
                     # (it escaped as a traceback when the executor saw the death first; a test run).
