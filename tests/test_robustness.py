@@ -918,6 +918,65 @@ def test_lstrip_token_inside_the_whitespace_an_rstrip_token_took(data_dir: Path)
         tok.encode("<x> \n\n b", False)
 
 
+@pytest.mark.parametrize(
+    "tokens, text",
+    [([(" ", True, False), ("  >", False, True)], "  >  >"), ([("\n", False, True), (" ", True, False), (" \n ", False, False)], "\n \n ")],
+)
+def test_a_stream_cut_where_a_longer_token_may_start_waits_for_it(data_dir: Path, tokens: list[tuple[str, bool, bool]], text: str) -> None:
+    """A bug hunt: a stream cut inside the whitespace an rstrip token is taking, where a shorter
+    lstrip token starts that a longer token may replace (``" "`` in ``"  >  "``, then ``">"``),
+    refused the text as one tokenizers cannot encode, though the whole text encodes (and with it
+    ``peek2 encode`` of a file whose 1 MB block ended there, and ``async_encode`` across a slice).
+    The stream now waits for the longer token. Where the text so far really is such a text, a
+    prompt session's append is refused and the session stays as before it; a stream's finish too."""
+    spec = json.loads((data_dir / "tokenizers" / "llama3.1" / "tokenizer.json").read_text(encoding="utf-8"))
+    for k, (content, lstrip, rstrip) in enumerate(tokens):
+        spec["added_tokens"].append(
+            {"id": 128256 + k, "content": content, "single_word": False, "lstrip": lstrip, "rstrip": rstrip, "normalized": False, "special": False}
+        )
+    source = json.dumps(spec)
+    tok, ref = Tokenizer.from_str(source), tokenizers.Tokenizer.from_str(source)
+
+    def reference(sample: str) -> list[int] | None:
+        try:
+            return ref.encode(sample, add_special_tokens=False).ids  # type: ignore[no-any-return]
+        except BaseException:  # its panic: "AddedVocabulary bad split"
+            return None
+
+    samples = [sample for sample in (text, "ab" + text, text + "cd", "ab " + text + " cd", text + text) if reference(sample) is not None]
+    assert samples[0] == text and len(samples) >= 3
+    for sample in samples:
+        expected = reference(sample)
+        assert expected is not None and tok.encode(sample, False) == expected
+        for cut in range(1, len(sample)):
+            stream = tok.stream_encoder()
+            assert stream.feed(sample[:cut]) + stream.feed(sample[cut:]) + stream.finish() == expected, (sample, cut)
+            session = tok.prompt_session(add_special_tokens=False)
+            before = reference(sample[:cut])
+            if before is None:
+                with pytest.raises(ValueError, match="lies in the whitespace taken by the rstrip token"):
+                    session.append(sample[:cut])
+                assert session.ids == [] and session.text_chars == 0
+                stream = tok.stream_encoder()
+                held = stream.feed(sample[:cut])
+                with pytest.raises(ValueError, match="lies in the whitespace taken by the rstrip token"):
+                    stream.finish(held)
+                assert stream.feed(sample[cut:], held) is held and stream.finish(held) == expected, (sample, cut)
+                session.append(sample)
+            else:
+                session.append(sample[:cut])
+                assert session.ids == before
+                session.append(sample[cut:])
+            assert session.ids == expected, (sample, cut)
+    # A slice of async_encode (16K characters) ending there; the command's 1 MB blocks likewise.
+    import asyncio
+
+    for size in (1 << 14, 1 << 15):
+        long_text = "x" * (size - len(text) + 1) + text
+        expected = reference(long_text)
+        assert expected is not None and asyncio.run(tok.async_encode(long_text, add_special_tokens=False)) == expected
+
+
 def _edited_added_tokens(spec: dict, case: str) -> None:  # type: ignore[type-arg]
     added = spec["added_tokens"]
     extra = dict(added[1], special=False)

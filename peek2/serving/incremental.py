@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from peek2.argument_checks import check_count
 from peek2.bpe.merger import as_flag
+from peek2.normalize.added_tokens import UnencodableText
 from peek2.pretokenize.scanner import first_surrogate, surrogate_error
 from peek2.serving.stream_engine import StreamState
 from peek2.serving.streaming import Branchable, StreamEncoder, plan_of
@@ -264,9 +265,20 @@ class PromptSession(Branchable):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         encoder, final = self._encoder, self._final
         keep = len(final)
-        encoder.feed(text, final)
+        stream = encoder._stream
+        # The text so far may be one tokenizers cannot encode, though each chunk was fine: then
+        # the session goes back to before this append (as for a bad chunk, docs/serving.md).
+        state = stream.snapshot() if stream.plan.lstrip and stream.plan.rstrip_ids else None
+        try:
+            encoder.feed(text, final)
+            tail = self._finish_copy()
+        except UnencodableText:
+            if state is not None:
+                stream.restore(state)
+                del final[keep:]
+            raise
         before = self._tail
-        self._tail = tail = self._finish_copy()
+        self._tail = tail
         self.text_chars += len(text)
         new = final[keep:]
         if not new:

@@ -134,7 +134,7 @@ from peek2.pretokenize.scanner import (
     resume_context,
     surrogate_error,
 )
-from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher
+from peek2.normalize.added_tokens import WHITESPACE, AddedTokenMatcher, UnencodableText
 from peek2.normalize.nfc_late import (
     COMPOSITES_BY_SECOND,
     MARK_CLASS,
@@ -582,6 +582,8 @@ class StreamEngine:
             raise TypeError(f"chunk must be str or bytes, not {type(chunk).__name__}")
         owned = out is None
         mark = len(ids)
+        # (Where the text may turn out to be one tokenizers cannot encode: the state to go back to.)
+        before = self._state() if self.plan.lstrip and self.plan.rstrip_ids else None
         try:
             if not self.started:
                 self._start(ids)
@@ -609,6 +611,15 @@ class StreamEngine:
                 self.raw = raw
                 ids = self._advance(ids, owned, False)
             return ids
+        except UnencodableText:
+            # Found before anything was encoded (the added tokens are matched first): refused as
+            # a bad chunk is, the stream as it was.
+            del ids[mark:]
+            if before is None:
+                self.broken = True
+            else:
+                self.restore(before)
+            raise
         except BaseException:
             # Not the chunk's fault (an interrupt, no memory): the pending text may be half moved.
             del ids[mark:]
@@ -656,6 +667,8 @@ class StreamEngine:
         self.memo_given = self.finish_stable = 0
         self.marks_before = self.marks_last
         self.marks_last = -1
+        before = self._state() if self.plan.lstrip and self.plan.rstrip_ids else None
+        tail = self.tail
         try:
             self._start(ids)
             self.tail = b""
@@ -665,6 +678,14 @@ class StreamEngine:
             if self.add_special:
                 ids += self.tok._suffix_ids
             return ids
+        except UnencodableText:
+            del ids[mark:]  # (as in feed)
+            if before is None:
+                self.broken = True
+            else:
+                self.restore(before)
+                self.tail = tail
+            raise
         except BaseException:
             del ids[mark:]
             self.broken = True
@@ -804,7 +825,7 @@ class StreamEngine:
         matches.clear()
         if matcher.has_needle(raw, self.searched):
             # (Spans, not lengths: after an rstrip token the next span may start inside it.)
-            segments: list[tuple[int, int, int]] = matcher.spans(raw, self.split_special, matches, absorbed)
+            segments: list[tuple[int, int, int]] = matcher.spans(raw, self.split_special, matches, absorbed, not final)
         else:
             start: i64 = max(0, absorbed)
             segments = [(start, len(raw), -1)] if start < len(raw) else []
