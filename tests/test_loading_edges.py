@@ -206,6 +206,10 @@ REFUSED_EDITS = {
         lambda s: s.update(post_processor={**TEMPLATE, "single": [{"SpecialToken": {"id": "<s>", "type_id": 2**32}}, {"Sequence": {"id": "A", "type_id": 0}}]}),
         r"single\[0\].SpecialToken.type_id must be below 2\*\*32",
     ),
+    # (a bug hunt: NotImplementedError "not supported", where a normalizer's says malformed)
+    "a post-processor's type a number": (lambda s: s.update(post_processor={"type": 5}), r"field post_processor.type must be str, not int"),
+    "the model's type a number": (lambda s: s["model"].__setitem__("type", 5), r"field model.type must be str, not int"),
+    "the model's type null": (lambda s: s["model"].__setitem__("type", None), r"field model.type must be str, not NoneType"),
     "merges in both forms": (
         lambda s: s["model"]["merges"].__setitem__(3, " ".join(s["model"]["merges"][3])),
         r"model.merges\[3\] is a str and model.merges\[0\] a list",

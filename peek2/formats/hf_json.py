@@ -192,6 +192,8 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     unknown = [key for key in data if key not in TOP_LEVEL_FIELDS]
     if unknown:
         raise TokenizerFormatError(f"{source}: unknown field {unknown[0]!r} at the top level (tokenizers refuses the file)")
+    if "type" in model:  # (a number or null was "not supported", where it is malformed: a bug hunt)
+        _field(model, "type", "model", source, str)
     model_type = model.get("type", "BPE" if "merges" in model else None)
     if model_type != "BPE":
         raise NotImplementedError(
@@ -578,7 +580,7 @@ def _post_processor(raw: Any, path: str, source: str) -> tuple[list[int], list[i
     if raw is None:
         return [], []
     kind = _post_kind(raw)
-    if kind is None:
+    if not isinstance(kind, str):  # (missing, or not a string: malformed, as other components say)
         kind = _field(raw, "type", path, source, str)
     _once(raw, POST_PROCESSOR_FIELDS.get(kind, ()), path, source)
     if kind == "ByteLevel":
