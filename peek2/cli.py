@@ -492,7 +492,7 @@ def _tokenize_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="an added token's text in a document (<|endoftext|>) is encoded as text, not as the token (default: yes for llmc, as llm.c's fineweb.py; no for megatron and parquet)",
     )
-    parser.add_argument("--shard-size", type=int, default=10**8, help="llmc: ids a shard (default 100,000,000)")
+    parser.add_argument("--shard-size", type=int, default=None, help="llmc: ids a shard (default 100,000,000)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
     parser.add_argument("--skip-bad", action="store_true", help="skip bad documents, listing each in PREFIX.rejects.jsonl")
     parser.add_argument("--force", action="store_true", help="replace existing outputs (and an interrupted run's work)")

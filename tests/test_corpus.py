@@ -188,10 +188,9 @@ def test_uint16_vocabulary_in_every_format(tmp_path: Path, small_vocabulary: str
 @pytest.mark.parametrize("fmt", peek2.corpus.FORMATS)
 def test_one_and_two_workers_write_the_same_bytes(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]], fmt: str) -> None:
     path, _ = corpus
+    shards = {"shard_size": 20_000} if fmt == "llmc" else {}
     for workers in (1, 2):
-        peek2.corpus.tokenize(
-            path, tokenizer=tokenizer_path(data_dir, QWEN), output=tmp_path / f"w{workers}", format=fmt, workers=workers, shard_size=20_000, unit_bytes=40_000, quiet=True
-        )
+        peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, QWEN), output=tmp_path / f"w{workers}", format=fmt, workers=workers, unit_bytes=40_000, quiet=True, **shards)
     one = {k[2:]: v for k, v in files_bytes(tmp_path, "w1").items()}
     two = {k[2:]: v for k, v in files_bytes(tmp_path, "w2").items()}
     assert one == two and one
@@ -212,9 +211,8 @@ def test_killed_and_resumed_runs_write_the_same_bytes(tmp_path: Path, data_dir: 
     with open(corpus, "w", encoding="utf-8") as out:
         for k, text in zip(range(8000), documents(seed=7, folder=data_dir / "xnli")):
             out.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
-    common = ["--tokenizer", tokenizer_path(data_dir, LLAMA), "--format", fmt, "--workers", "2", "--unit-bytes", "60000", "--shard-size", "50000", "--quiet"]
-    if fmt != "llmc":
-        common.append("--append-eos")
+    common = ["--tokenizer", tokenizer_path(data_dir, LLAMA), "--format", fmt, "--workers", "2", "--unit-bytes", "60000", "--quiet"]
+    common += ["--shard-size", "50000"] if fmt == "llmc" else ["--append-eos"]
     subprocess.run(_cli(str(corpus), "--output", str(tmp_path / "whole" / "o"), *common), check=True, timeout=600)
     rng = random.Random(fmt)
     work = tmp_path / "killed" / "o.peek2-work"
@@ -283,9 +281,24 @@ def test_resume_refuses_other_inputs_tokenizer_or_options(tmp_path: Path, data_d
         peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
     with pytest.raises(CorpusError, match="the run is finished, and option append_eos was False"):
         peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", append_eos=True, resume=True, quiet=True)
-    # shard_size shapes llm.c's shards only: another one resumes a megatron run (it was refused; a bug hunt).
-    again = peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", shard_size=5, resume=True, quiet=True)
-    assert again == stats
+    # shard_size shapes llm.c's shards only: refused for megatron and parquet, as append_eos is for
+    # llmc (it was taken, and ignored: one file where shards were asked for; a bug hunt), and so is
+    # a Ray address for the local engine (the run went local without a word).
+    for fmt in ("megatron", "parquet"):
+        with pytest.raises(CorpusError, match=f"shard_size \\(--shard-size\\) applies to llmc only: '{fmt}' writes one file"):
+            peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format=fmt, shard_size=5, resume=True, quiet=True)
+    with pytest.raises(CorpusError, match="ray_address \\(--ray-address\\) applies to engine 'ray'"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", ray_address="localhost:1", resume=True, quiet=True)
+    for flag, value in (("--shard-size", "5"), ("--ray-address", "localhost:1")):
+        refused = subprocess.run(_cli(str(bad), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(out), "--format", "megatron", flag, value, "--resume"), capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and refused.stderr.startswith("peek2: ") and "applies to" in refused.stderr and "Traceback" not in refused.stderr
+    # An output cut short (or rewritten) after the run finished is not its output: refused (it was
+    # taken as finished, exit 0; a bug hunt).
+    assert peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True) == stats
+    size = os.path.getsize(str(out) + "_text_document.bin")
+    os.truncate(str(out) + "_text_document.bin", size - 2)
+    with pytest.raises(CorpusError, match=f"the run is finished, and its output o_text_document.bin is {size - 2} bytes, not the {size} the run wrote"):
+        peek2.corpus.tokenize(bad, tokenizer=tokenizer_path(data_dir, LLAMA), output=out, format="megatron", resume=True, quiet=True)
 
 
 def test_numpy_integers_and_bools_are_options_like_ints_and_bools(tmp_path: Path, data_dir: Path) -> None:
@@ -1038,7 +1051,7 @@ def test_a_forced_run_stopped_while_it_removes_the_old_outputs_is_not_resumed_as
     _mixed_corpus(corpus, 40)
     with open(corpus, "a", encoding="utf-8") as out:
         out.write('{"text": 5}\n')  # (rejected with skip_bad: a rejects file, which sorts before the summary)
-    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": fmt, "workers": 1, "quiet": True, "skip_bad": True, "shard_size": 300}
+    options = {"tokenizer": tokenizer_path(data_dir, LLAMA), "format": fmt, "workers": 1, "quiet": True, "skip_bad": True, **({"shard_size": 300} if fmt == "llmc" else {})}
     output = tmp_path / "o"
     peek2.corpus.tokenize(corpus, output=output, **options)
     expected = files_bytes(tmp_path, "o")
@@ -1138,7 +1151,7 @@ def test_a_run_stopped_at_any_rename_resumes_to_the_same_bytes(tmp_path: Path, d
     with open(corpus, "a", encoding="utf-8") as out:
         out.write('{"text": 5}\n{"text": "after a bad line"}\n')  # (rejected with skip_bad: a rejects file too)
     tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
-    options = {"tokenizer": tok, "format": fmt, "workers": 1, "quiet": True, "skip_bad": True, "unit_bytes": 4096, "checkpoint_seconds": 0.0, "shard_size": 3000}
+    options = {"tokenizer": tok, "format": fmt, "workers": 1, "quiet": True, "skip_bad": True, "unit_bytes": 4096, "checkpoint_seconds": 0.0, **({"shard_size": 3000} if fmt == "llmc" else {})}
     peek2.corpus.tokenize(corpus, output=tmp_path / "whole" / "o", **options)
     expected = files_bytes(tmp_path / "whole", "o")
     assert any(name.endswith(".rejects.jsonl") for name in expected) and len(expected) >= 2
@@ -1371,7 +1384,7 @@ def test_ray_engine_writes_the_local_engines_files(
     assert len(ranges) >= 5 and ranges[0][0] == 0 and ranges[-1][1] == path.stat().st_size
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
     for fmt in peek2.corpus.FORMATS:
-        options = {"format": fmt, "append_eos": fmt != "llmc", "shard_size": 40_000, "quiet": True}
+        options = {"format": fmt, "append_eos": fmt != "llmc", "quiet": True, **({"shard_size": 40_000} if fmt == "llmc" else {})}
         peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "local" / fmt, workers=2, **options)
         stats = peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "ray" / fmt, engine="ray", **options)
         assert stats.workers == 2
