@@ -885,7 +885,11 @@ class BytePairEncoder:
             return
         while room < need:
             room *= 2
-        room = min(room, HEAP_MIN_BYTES + 63)  # (not 256K for the 131,081 that 128K symbols need)
+        if room > BLOCKS_KEPT_ROOM:
+            # Borrowed: made for this piece and dropped after it, so of the size it needs (a power
+            # of two made, zeroed and faulted in up to twice that: "<|" * 17,000, 34,000 symbols
+            # in arrays of 65,536, cost 0.72 ms against 0.57 for 32,000 in the kept ones).
+            room = (need + 63) & ~63
         if room <= BLOCKS_KEPT_ROOM:
             self.kept_scratch.grow(room)
             self.kept_values = _zeros(room)
