@@ -38,7 +38,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2.bpe import huge_pages
-from peek2.bpe.decode import PlainDecode, ids_bytes, ids_texts
+from peek2.bpe.decode import NO_WORDS, PlainDecode, ids_bytes, ids_texts, total_ids
 from peek2.bpe.engine_tables import engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
 from peek2.bpe.locked_engine import LockedEngine, engine_is_compiled
@@ -844,6 +844,12 @@ class Tokenizer:
             return self._plain_decode(ids, skip_special_tokens)
         return self._decode(ids, skip_special_tokens)
 
+    def _decode_words(self, count: int) -> Any:
+        """The tokens' short words for ``ids_bytes`` decoding ``count`` ids (see
+        ``PlainDecode.words_for``), kept by the compiled decode."""
+        plain = self._plain_decode
+        return plain.words_for(count) if plain is not None else NO_WORDS
+
     def _decode(self, ids: Iterable[SupportsIndex], skip_special_tokens: bool) -> str:
         return self.decode_bytes(ids, skip_special_tokens).decode("utf-8", errors="replace")
 
@@ -856,7 +862,7 @@ class Tokenizer:
         table = self._id_bytes
         first, mask = self._skip_mask() if _flag(skip_special_tokens, "skip_special_tokens") else (len(table), b"")
         try:
-            data = ids_bytes(table, values, first, mask)  # the usual case: Python ints, every one a token
+            data = ids_bytes(table, values, first, mask, self._decode_words(len(values)))  # the usual case: Python ints, every one a token
         except ValueError:  # (an int past 64 bits, which mypyc refuses: named below)
             data = None
         if data is not None:
@@ -932,7 +938,7 @@ class Tokenizer:
         # decode's usual case in one compiled loop (lists of valid ids), else decode itself
         try:
             first, mask = self._skip_mask() if skip_special_tokens else (len(self._id_bytes), b"")
-            texts = ids_texts(self._id_bytes, documents, first, mask)
+            texts = ids_texts(self._id_bytes, documents, first, mask, self._decode_words(total_ids(documents)))
         except (ValueError, OverflowError):  # (an int past 64 bits, which mypyc refuses: decode names it)
             texts = [None] * len(documents)
         if None not in texts:
