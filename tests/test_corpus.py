@@ -915,6 +915,27 @@ def test_xz_and_bz2_inputs(tmp_path: Path, data_dir: Path, monkeypatch: pytest.M
                 peek2.corpus.tokenize(tmp_path / name, output=tmp_path / "bad", force=True, **run)
 
 
+def test_a_glob_reads_the_folders_it_matches_as_the_shell_passes_them(tmp_path: Path) -> None:
+    """A bug hunt: a quoted glob left out the folders it matched ('corpus/*' read one document where
+    the shell's corpus/* read two), a saved dataset among them. Now each is read as a folder input,
+    at its place: the sources of the glob are those of its matches given one by one."""
+    import datasets
+
+    from peek2.corpus.inputs import find_inputs
+
+    folder = tmp_path / "corpus"
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    for path in ("a.jsonl", "sub/b.jsonl", "sub/deeper/c.jsonl", "z.jsonl"):
+        (folder / path).write_text('{"text": "x"}\n', encoding="utf-8")
+    datasets.Dataset.from_dict({"text": ["saved"]}).save_to_disk(str(folder / "saved"))
+    (tmp_path / "out.peek2-work").mkdir()
+    shell = sorted(str(path) for path in folder.iterdir())
+    assert [s.path for s in find_inputs(str(folder / "*"))] == [s.path for s in find_inputs(shell)]
+    assert [os.path.relpath(s.path, folder) for s in find_inputs(str(folder / "*"))][:3] == ["a.jsonl", os.path.join("saved", "data-00000-of-00001.arrow"), os.path.join("sub", "b.jsonl")]
+    assert [os.path.relpath(s.path, folder) for s in find_inputs(str(folder / "**" / "*.jsonl"))] == ["a.jsonl", "sub/b.jsonl", "sub/deeper/c.jsonl", "z.jsonl"]
+    assert [s.path for s in find_inputs(str(tmp_path / "*"))] == [s.path for s in find_inputs(str(folder))]  # (the work folder left out)
+
+
 def test_inputs_a_fourth_hunt_broke(tmp_path: Path, data_dir: Path) -> None:
     """A valid JSON line with a number of 5,000 digits in another field was "malformed JSON"
     (Python's int digit limit); a Parquet file with two "text" columns was a bare KeyError; a saved
