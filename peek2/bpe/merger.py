@@ -623,6 +623,20 @@ class BytePairEncoder:
                 self.encode(part, out)
             k += 1
 
+    def count_cut(self, cut: list[str]) -> int:
+        """The number of ids ``encode_cut`` would append for ``cut``."""
+        count: i64 = len(cut)
+        total: i64 = 0
+        k: i64 = 0
+        while k < count:
+            part = cut[k]
+            if k & 1:
+                total += 1
+            elif part:
+                total += self._run(part, len(part), False)
+            k += 1
+        return total
+
     def encode_list(self, text: str, head: list[int]) -> list[int]:
         """A new list: ``head``, then the ids of ``text``.
 
