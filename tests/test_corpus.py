@@ -1238,6 +1238,26 @@ def test_batch_function_refuses_one_text(data_dir: Path) -> None:
         tok.batch_function()({"text": b"Hello world"})
 
 
+def test_batch_function_reads_any_column_of_texts_and_names_a_bad_batch(data_dir: Path) -> None:
+    """A column given as a generator or an iterator gave an empty answer (it was read twice; a bug
+    hunt); a batch of another shape raised Python's own errors, naming nothing."""
+    import numpy as np
+
+    tok = Tokenizer.from_file(tokenizer_path(data_dir, LLAMA))
+    function = tok.batch_function()
+    texts = ["Hello world", "x", "", "Once upon a time"]
+    expected = [tok.encode(t, add_special_tokens=False) for t in texts]
+    for column in ((t for t in texts), iter(texts), tuple(texts), np.array(texts)):
+        assert [list(ids) for ids in function({"text": column})["input_ids"]] == expected
+    with pytest.raises(KeyError, match="the batch has no column 'text' \\(its columns: \\['txt'\\]\\): pass text_key="):
+        function({"txt": texts})
+    with pytest.raises(TypeError, match="batch must be a mapping of columns .* not list"):
+        function(texts)
+    with pytest.raises(TypeError, match="batch\\['text'\\] is NoneType, not a batch of texts"):
+        function({"text": None})
+
+
+# ==== Inputs ====
 # ==== Inputs ====
 
 

@@ -97,13 +97,23 @@ class BatchFunction:
         for extra in indices_or_rank:
             if not isinstance(extra, int) and extra is not None:
                 indices = extra
-        texts = batch[self.text_key]
+        try:
+            texts = batch[self.text_key]
+        except KeyError:
+            columns = list(batch.keys()) if hasattr(batch, "keys") else []
+            raise KeyError(f"the batch has no column {self.text_key!r} (its columns: {columns}): pass text_key=") from None
+        except (TypeError, IndexError):  # (a list: "list indices must be integers"; a bug hunt)
+            raise TypeError(f"batch must be a mapping of columns (as ds.map(..., batched=True) passes), not {type(batch).__name__}") from None
         if isinstance(texts, str):  # (ds.map without batched=True: each character was a document)
             raise TypeError(f"batch[{self.text_key!r}] is one str, not a batch of texts: call ds.map(..., batched=True)")
         if isinstance(texts, (bytes, bytearray, memoryview)):  # (its bytes were read as texts: "is int"; a bug hunt)
             raise TypeError(f"batch[{self.text_key!r}] is {type(texts).__name__}, not a batch of texts (a list of str)")
         if hasattr(texts, "to_pylist"):  # (a pyarrow column, from ds.with_format("arrow"))
             texts = texts.to_pylist()
+        elif not isinstance(texts, (list, tuple)):
+            if not hasattr(texts, "__iter__"):  # (None: "'NoneType' object is not iterable"; a bug hunt)
+                raise TypeError(f"batch[{self.text_key!r}] is {type(texts).__name__}, not a batch of texts (a list of str)")
+            texts = list(texts)  # (read twice below: a generator's rows were lost, the answer empty; a bug hunt)
         column = ids_column(self.tokenizer, texts, self.text_key, self.add_special_tokens, rows=indices)
         values = column.values.to_numpy()
         offsets = column.offsets.to_numpy()
