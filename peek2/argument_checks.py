@@ -28,8 +28,9 @@ def check_ids(ids: object) -> None:
         raise TypeError(f"ids must be a sequence of int, not {type(ids).__name__}")
     if is_array(ids) and getattr(getattr(ids, "dtype", None), "kind", "i") not in "iuO":
         raise TypeError(f"ids must be integers, not an array of {getattr(ids, 'dtype')}")
-    if is_array(ids) and getattr(ids, "ndim", 1) == 0:
-        raise TypeError(f"ids must be a sequence of int, not a 0-d {type(ids).__name__}")
+    if is_array(ids) and getattr(ids, "ndim", 1) != 1:
+        # (a 2-D array was refused for its first row: "ids must be int, not list"; a bug hunt)
+        raise TypeError(f"ids must be a sequence of int, not a {getattr(ids, 'ndim')}-d {type(ids).__name__}")
 
 
 def is_array(ids: object) -> bool:
@@ -52,6 +53,11 @@ def check_count(value: object, name: str, low: int, high: int | None = None, uni
 def plain_int(value: Any) -> Any:
     """``value`` as a Python int where it is a NumPy integer (not a NumPy bool); anything else as
     it is, for the caller to check: NumPy integers are integers, as everywhere in peek2."""
-    if type(value).__module__ == "numpy" and hasattr(value, "__index__") and type(value).__name__ not in ("bool", "bool_"):
+    if (
+        type(value).__module__ == "numpy"
+        and hasattr(value, "__index__")
+        and type(value).__name__ not in ("bool", "bool_")
+        and getattr(value, "ndim", 0) == 0  # (an array of ids is not one)
+    ):
         return operator.index(value)
     return value

@@ -359,6 +359,12 @@ def test_ids_and_flags_a_hunt_passed_to_the_api(llama: tuple[Tokenizer, tokenize
     with pytest.raises(TypeError, match="token_id must be an int, not ndarray"):
         tok.id_to_bytes(np.array([1, 2]))  # type: ignore[arg-type]
     assert tok.id_to_bytes(np.int64(9906)) == b"Hello"  # type: ignore[arg-type]
+    # A 2-D array was refused for its first row ("ids must be int, not list"; a bug hunt).
+    for call in (tok.decode, tok.decode_bytes, tok.stream_decoder().feed):
+        with pytest.raises(TypeError, match="^ids must be a sequence of int, not a 2-d ndarray$"):
+            call(np.array([[9906, 1917]]))  # type: ignore[operator]
+    decoder = tok.stream_decoder()
+    assert [decoder.feed(np.int64(9906)), decoder.feed(np.uint32(1917)), decoder.feed(np.array(0))] == ["Hello", " world", "!"]
 
 
 def test_decode_batch_refuses_an_unordered_batch(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:

@@ -88,6 +88,7 @@ import copy
 import operator
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, SupportsIndex, TypeVar, Union
 
+from peek2.argument_checks import plain_int
 from peek2.bpe.merger import as_flag
 from peek2.serving.stream_engine import LOCAL_WINDOW, RESCAN_MIN, StreamEngine, StreamState, plan_of
 
@@ -256,6 +257,9 @@ class StreamDecoder(Branchable):
         """
         if type(token_ids) is int:  # the usual call: one id
             return self._utf8.decode(self._lookup(token_ids))
+        one = plain_int(token_ids)  # (a NumPy integer went the long way: 0.5-0.7x DecodeStream.step; a bug hunt)
+        if type(one) is int:
+            return self._utf8.decode(self._lookup(one))
         if isinstance(token_ids, (str, bytes)):
             raise TypeError(f"token_ids must be an int or a sequence of int, not {type(token_ids).__name__}")
         if isinstance(token_ids, Iterable) and getattr(token_ids, "ndim", 1) != 0:  # (a 0-d array is one id)
