@@ -204,11 +204,15 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
                 raise CliError("--tokenizer: an empty path")
             if os.path.isdir(args.tokenizer):  # (a folder holding one, as --model and tokenize take it)
                 if not os.path.isfile(os.path.join(args.tokenizer, "tokenizer.json")):
-                    raise CliError(f"--tokenizer {args.tokenizer}: a folder without a tokenizer.json")
+                    from pathlib import Path
+
+                    from peek2.models import folder_without_tokenizer_json
+
+                    raise CliError(f"--tokenizer: {folder_without_tokenizer_json(Path(args.tokenizer))}")
                 return Tokenizer.from_pretrained(args.tokenizer)
             return Tokenizer.from_file(args.tokenizer)
         try:
-            return Tokenizer.from_pretrained(args.model)
+            return Tokenizer._load_pretrained(args.model)  # (a name: never a folder of that name)
         except OSError as error:
             if type(error).__module__.startswith("huggingface_hub"):  # (their message names no repository)
                 raise CliError(f"--model {args.model}: the hub repository's tokenizer.json could not be fetched: {error}") from None

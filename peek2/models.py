@@ -369,8 +369,23 @@ def _tokenizer_json(path: Path, what: str) -> Path:
     if path.is_dir():
         path = path / "tokenizer.json"
         if not path.exists():  # (one that is no regular file, a pipe, is refused by the load, by name; a bug hunt)
-            raise FileNotFoundError(f"{what}: folder {path.parent} has no tokenizer.json")
+            raise FileNotFoundError(f"{what}: {folder_without_tokenizer_json(path.parent)}")
     return path
+
+
+def folder_without_tokenizer_json(folder: Path) -> str:
+    """Why ``folder`` gives no tokenizer.json, and what it holds instead that peek2 reads otherwise."""
+    link = folder / "tokenizer.json"
+    if link.is_symlink():  # (a half-finished download's dangling link was "has no tokenizer.json"; a bug hunt)
+        return f"folder {folder}: its tokenizer.json is a link to {os.readlink(link)}, which does not exist"
+    said = f"folder {folder} has no tokenizer.json"
+    for vocab, merges in (("encoder.json", "vocab.bpe"), ("vocab.json", "merges.txt")):
+        if (folder / vocab).is_file() and (folder / merges).is_file():
+            return (
+                f"{said}; it holds GPT-2's {vocab} and {merges}: load them with "
+                f"Tokenizer.from_gpt2_files(\"{folder / vocab}\", \"{folder / merges}\")"
+            )
+    return said
 
 
 def _rank_file_models() -> list[str]:
@@ -401,12 +416,22 @@ def _snapshots(repo_dir: Path) -> list[Path]:
     snapshots = repo_dir / "snapshots"
     if not snapshots.is_dir():
         return []
-    found = sorted(snapshots.iterdir(), key=lambda folder: folder.stat().st_mtime, reverse=True)
+    # (A stray broken link among them raised from stat(): "tokenizer file not found: .../stale"
+    # where refs/main's snapshot was whole; a bug hunt.)
+    found = sorted((folder for folder in snapshots.iterdir() if folder.is_dir()), key=_mtime, reverse=True)
     main = repo_dir / "refs" / "main"
     if main.is_file():
-        preferred = snapshots / main.read_text(encoding="utf-8").strip()
+        commit = main.read_bytes().decode("utf-8", "replace").strip()  # (not UTF-8: an error naming no file; a bug hunt)
+        preferred = snapshots / commit
         found.sort(key=lambda folder: folder != preferred)
     return found
+
+
+def _mtime(folder: Path) -> float:
+    try:
+        return folder.stat().st_mtime
+    except OSError:  # (gone since it was listed)
+        return 0.0
 
 
 def _from_hub_cache(model: NamedModel) -> ModelSource | None:

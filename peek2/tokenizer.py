@@ -281,7 +281,8 @@ class Tokenizer:
     def from_pretrained(cls, name_or_dir: str | os.PathLike[str], *, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
         """Load a named model (``"llama3"``, ``"qwen2.5"``, ... see ``peek2.models``), a local folder
         holding a tokenizer.json, or a HuggingFace hub repository through ``huggingface_hub``
-        (its cache, or the network) when that package is installed.
+        (its cache, or the network) when that package is installed. A folder holding a
+        tokenizer.json wins over a model of the same name, as in transformers.
 
         Raises:
             peek2.models.ModelNotFoundError (LookupError): a named model with no files on this machine.
@@ -297,6 +298,18 @@ class Tokenizer:
         if not isinstance(name_or_dir, (str, os.PathLike)):
             raise TypeError(f"name_or_dir must be a str or os.PathLike, not {type(name_or_dir).__name__}")
         name = os.fspath(name_or_dir)
+        if name in models.MODELS and os.path.isfile(os.path.join(name, "tokenizer.json")):
+            # A folder of a model's name holding a tokenizer.json (``save_pretrained("qwen3")``) is
+            # what transformers loads, and what a path option means: it wins over the named model
+            # (Qwen3's file in ./llama3 gave Llama-3's ids, silently; a bug hunt).
+            name = os.path.join(os.curdir, name)
+        return cls._load_pretrained(name, cache_size)
+
+    @classmethod
+    def _load_pretrained(cls, name: str, cache_size: int = DEFAULT_CACHE_SIZE) -> Tokenizer:
+        """``from_pretrained`` where ``name`` is a model's name if it is one (``--model``, an unpickled named model)."""
+        from peek2 import models
+
         if name in models.MODELS or os.path.exists(name):
             source = models.resolve_model(name)
             # A path is kept absolute; a model's name stays a name (resolved again where unpickled).
@@ -1133,7 +1146,11 @@ def _rebuilt(source: tuple, cache_size: int, cls: type[Tokenizer]) -> Tokenizer:
     if kind == "file":
         tokenizer = cls.from_file(source[1], cache_size=cache_size)
     elif kind == "pretrained":
-        tokenizer = cls.from_pretrained(source[1], cache_size=cache_size)
+        from peek2 import models
+
+        # (a model's name stays the model, whatever folder the unpickling process runs in)
+        load = cls._load_pretrained if source[1] in models.MODELS else cls.from_pretrained
+        tokenizer = load(source[1], cache_size=cache_size)
     elif kind == "gpt2":
         specials = dict(source[3]) if source[3] is not None else None
         tokenizer = cls.from_gpt2_files(source[1], source[2], special_tokens=specials, cache_size=cache_size)

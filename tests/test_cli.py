@@ -111,13 +111,46 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     empty = peek2("encode", "--tokenizer", "", stdin="x")
     assert empty.returncode == 2 and empty.stderr == "peek2: --tokenizer: an empty path\n"
     folder = peek2("encode", "--tokenizer", str(tmp_path), stdin="x")  # (a folder: read as --model reads one)
-    assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer {tmp_path}: a folder without a tokenizer.json\n", folder.stderr
+    assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer: folder {tmp_path} has no tokenizer.json\n", folder.stderr
     bad_ids = peek2("decode", "--model", "llama3", stdin="1 two 3")
     assert bad_ids.returncode == 2 and "decode expects ids" in bad_ids.stderr
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"\xff\xfe\x00")
     not_utf8 = peek2("split", str(binary))
     assert not_utf8.returncode == 2 and "not UTF-8" in not_utf8.stderr
+
+
+def test_a_folder_named_like_a_model_is_the_folder(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--tokenizer llama3`` where ./llama3 holds Qwen3's tokenizer.json loaded the named model
+    (Llama-3's ids, silently; a bug hunt); ``--model llama3`` stays the model. A folder of GPT-2's
+    two files, and one whose tokenizer.json is a dangling link, are named as such."""
+    import shutil
+
+    (tmp_path / "llama3").mkdir()
+    shutil.copy(data_dir / "tokenizers" / "qwen3" / "tokenizer.json", tmp_path / "llama3")
+    (tmp_path / "gpt2").mkdir()
+    for name in ("encoder.json", "vocab.bpe"):
+        shutil.copy(data_dir / "tokenizers" / "gpt2" / name, tmp_path / "gpt2")
+    (tmp_path / "partial").mkdir()
+    (tmp_path / "partial" / "tokenizer.json").symlink_to(tmp_path / "blobs" / "missing")
+    monkeypatch.chdir(tmp_path)
+    qwen3 = Reference.from_file(str(data_dir / "tokenizers" / "qwen3" / "tokenizer.json")).encode("Hello 1234").ids
+    llama3 = Reference.from_file(str(data_dir / "tokenizers" / "llama3" / "tokenizer.json")).encode("Hello 1234", add_special_tokens=False).ids
+    assert qwen3 != llama3
+    for name in ("llama3", "./llama3"):
+        folder = peek2("encode", "--tokenizer", name, "--json", stdin="Hello 1234")
+        assert folder.returncode == 0 and json.loads(folder.stdout) == qwen3, folder.stderr
+    model = peek2("encode", "--model", "llama3", "--json", "--no-special", stdin="Hello 1234")
+    assert model.returncode == 0 and json.loads(model.stdout) == llama3, model.stderr
+    gpt2 = peek2("encode", "--tokenizer", "gpt2", stdin="x")
+    assert gpt2.returncode == 2 and gpt2.stderr == (
+        "peek2: --tokenizer: folder gpt2 has no tokenizer.json; it holds GPT-2's encoder.json and vocab.bpe: "
+        'load them with Tokenizer.from_gpt2_files("gpt2/encoder.json", "gpt2/vocab.bpe")\n'
+    ), gpt2.stderr
+    partial = peek2("encode", "--tokenizer", "partial", stdin="x")
+    assert partial.returncode == 2 and partial.stderr == (
+        f"peek2: --tokenizer: folder partial: its tokenizer.json is a link to {tmp_path / 'blobs' / 'missing'}, which does not exist\n"
+    ), partial.stderr
 
 
 def test_interrupt_exits_130_without_traceback(data_dir: Path) -> None:
@@ -321,7 +354,7 @@ def test_cli_errors_are_one_line_with_documented_status(tmp_path: Path, data_dir
     assert cut.returncode == 2 and cut.stdout == b""
     assert cut.stderr.decode() == "peek2: standard input is not UTF-8 text: it ends inside a character (truncated?): its last character begins with byte 0xC3 at line 1, byte offset 6\n"
     folder = peek2("encode", "--tokenizer", str(tmp_path), stdin="x")
-    assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer {tmp_path}: a folder without a tokenizer.json\n"
+    assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer: folder {tmp_path} has no tokenizer.json\n"
     with open("/dev/full", "w") as full:
         no_space = subprocess.run(
             [sys.executable, "-m", "peek2", "encode", "--tokenizer", path], input="Hello", stdout=full, stderr=subprocess.PIPE, text=True

@@ -74,6 +74,34 @@ def test_explicit_file_and_folder(tmp_path: Path) -> None:
         assert (source.kind, source.path, source.origin) == ("tokenizer.json", path, "path")
 
 
+def test_a_folder_named_like_a_model_wins_in_from_pretrained(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from_pretrained("llama3")`` where ./llama3 holds a tokenizer.json (``save_pretrained("llama3")``)
+    loads the folder, as transformers does (it loaded the named model: other ids, silently; a bug
+    hunt). A named model pickled elsewhere stays the model where such a folder is."""
+    import shutil
+
+    (tmp_path / "llama3").mkdir()
+    shutil.copy(data_dir / "tokenizers" / "qwen3" / "tokenizer.json", tmp_path / "llama3")
+    qwen3 = Tokenizer.from_file(data_dir / "tokenizers" / "qwen3" / "tokenizer.json").encode("Hello 1234")
+    named = pickle.dumps(Tokenizer.from_pretrained("llama3"))
+    expected = Tokenizer.from_pretrained("llama3").encode("Hello 1234")
+    monkeypatch.chdir(tmp_path)
+    folder = Tokenizer.from_pretrained("llama3")
+    assert folder.encode("Hello 1234") == qwen3 != expected
+    assert pickle.loads(pickle.dumps(folder)).encode("Hello 1234") == qwen3
+    assert pickle.loads(named).encode("Hello 1234") == expected
+
+
+def test_snapshots_pass_over_stray_entries(clean_env: Path) -> None:
+    """A broken link among the snapshots, or a refs/main that is not UTF-8, raised (naming a stray
+    snapshot, or no file at all) where a snapshot was whole; a bug hunt."""
+    path = fake_snapshot(clean_env, "Qwen/Qwen2.5-7B-Instruct", "c1")
+    snapshots = path.parent.parent
+    (snapshots / "stale").symlink_to(snapshots / "gone")
+    (snapshots.parent / "refs" / "main").write_bytes(b"\xff\xfe")
+    assert resolve_model("qwen2.5").path == path
+
+
 def test_explicit_path_errors(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such tokenizer file or folder: .*missing.json"):
         resolve_model(str(tmp_path / "missing.json"))
