@@ -86,6 +86,27 @@ def test_encode_memory_flat_in_input_size(tmp_path: Path, data_dir: Path) -> Non
     assert growth_kb < 24 * 1024, f"{growth_kb} KB more for {large.stat().st_size - small.stat().st_size} more bytes"
 
 
+def test_split_memory_flat_in_input_size(tmp_path: Path) -> None:
+    """``peek2 split`` read the whole text and made all its pieces (28 MB of lines: 490 MB of peak
+    RSS; a bug hunt): block by block as encode reads, and the pieces and offsets those of the
+    whole text, one enormous piece included."""
+    small, large = tmp_path / "small.txt", tmp_path / "large.txt"
+    small.write_text("hello world, this is a line\n" * 100_000, encoding="utf-8")
+    large.write_text("hello world, this is a line\n" * 400_000, encoding="utf-8")
+    peak_rss_kb("split", str(small))
+    for flag in ([], ["--offsets"]):
+        growth_kb = peak_rss_kb("split", *flag, str(large)) - peak_rss_kb("split", *flag, str(small))
+        assert growth_kb < 24 * 1024, f"{flag}: {growth_kb} KB more for {large.stat().st_size - small.stat().st_size} more bytes"
+    text = "Hello  world\n\n" * 50_000 + "=" * 1_500_000 + " x\u0301 1234 \r\n" * 60_000
+    path = tmp_path / "mixed.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    for pattern in ("llama3", "o200k", "gpt2"):
+        result = peek2("split", "--pattern", pattern, "--offsets", str(path))
+        lines = [line.split("\t") for line in result.stdout.splitlines()]
+        assert [(int(a), int(b)) for a, b, _ in lines] == peek2_api.split_offsets(text, pattern=pattern)
+        assert [json.loads(piece) for _, _, piece in lines] == peek2_api.split(text, pattern=pattern)
+
+
 def test_split_prints_pieces() -> None:
     result = peek2("split", "--pattern", "qwen2", stdin="a 12")
     assert [json.loads(line) for line in result.stdout.splitlines()] == ["a", " ", "1", "2"]
