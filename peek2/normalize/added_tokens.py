@@ -475,6 +475,7 @@ class AddedTokenMatcher:
         if not self.needles or not any(needle[0] in text and needle in text for needle in self.needles):
             return [(done, n, -1)] if done < n else []
         out: list[tuple[int, int, int]] = []
+        taken_by = ""  # the last token kept (the whitespace after it is its own if it is rstrip)
         at = 0  # where the search for the next match goes on: the end of the last match
         state = self._contents.state(text)  # (see ContentSearch.leftmost)
         # The usual case (no long content, no stream's gaps) in one C iterator: each match of the
@@ -523,14 +524,16 @@ class AddedTokenMatcher:
                     break
                 # An lstrip token inside the whitespace an rstrip token took: the reference slices
                 # backwards there and panics ("AddedVocabulary bad split"); refuse it by name.
+                taker = f"the rstrip token {taken_by!r}" if taken_by else "the rstrip token before it"
                 raise UnencodableText(
                     f"the added token {token.token.content!r} at {found} lies in the whitespace taken by "
-                    "the rstrip token before it, and is lstrip: tokenizers cannot encode this text either"
+                    f"{taker}, and is lstrip: tokenizers cannot encode this text either"
                 )
             if done < start:
                 out.append((done, start, -1))
             if start < stop:  # (an lstrip token that the whitespace before took whole is empty: dropped, as the reference drops empty splits)
                 out.append((start, stop, token.id))
+                taken_by = token.token.content  # (named by the error above: the doc promises both tokens)
             if matches is not None:
                 matches.append((found, found + len(content), stop, token.rstrip))
             done = stop
