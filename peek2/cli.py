@@ -210,6 +210,8 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
                     raise CliError(f"--tokenizer: {folder_without_tokenizer_json(Path(args.tokenizer))}")
                 return Tokenizer.from_pretrained(args.tokenizer)
             return Tokenizer.from_file(args.tokenizer)
+        if args.model.count("/") == 1 and not os.path.exists(args.model):
+            _quiet_hub()
         try:
             return Tokenizer._load_pretrained(args.model)  # (a name: never a folder of that name)
         except OSError as error:
@@ -222,6 +224,16 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
         raise CliError(f"cannot read the tokenizer {error.filename or args.tokenizer!r}: {error.strerror or error}") from None
     except (LookupError, ValueError, NotImplementedError) as error:
         raise CliError(str(error)) from None
+
+
+def _quiet_hub() -> None:
+    """huggingface_hub's warnings off: the one line ``peek2: ...`` says what went wrong (offline,
+    its "Retrying in 1s [Retry 1/5]." lines came before it for 24 s; a bug hunt)."""
+    try:
+        from huggingface_hub.utils import logging as hub_logging
+    except ImportError:
+        return
+    hub_logging.set_verbosity_error()
 
 
 @contextlib.contextmanager
