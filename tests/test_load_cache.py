@@ -108,6 +108,52 @@ def test_a_damaged_entry_is_rebuilt(cache: Path, data_dir: Path, damage: str) ->
     assert entry.read_bytes() == content  # rewritten whole
 
 
+def test_an_entry_under_another_contents_name_is_not_read(cache: Path, data_dir: Path) -> None:
+    """An entry names the content it was written for: Qwen3's entry copied over Llama-3.2's
+    passed the header and the CRC and loaded as Llama-3.2 with Qwen3's ids (a bug hunt)."""
+    llama = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
+    qwen = data_dir / "tokenizers" / "qwen3" / "tokenizer.json"
+    expected = Tokenizer.from_file(llama).encode(TEXT)
+    [llama_entry] = entries(cache)
+    Tokenizer.from_file(qwen)
+    [qwen_entry] = [entry for entry in entries(cache) if entry != llama_entry]
+    shutil.copy(qwen_entry, llama_entry)
+    assert Tokenizer.from_file(llama).encode(TEXT) == expected
+    assert load_cache._read(llama_entry, llama_entry.stem) is not None  # rewritten as its own
+
+
+def test_entries_not_read_for_a_month_or_beyond_the_most_kept_are_removed(cache: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries were never removed (those of edited files and of older builds, never read again:
+    213 MB on a developer's machine; a bug hunt). A write removes the entries not read for
+    ``UNUSED_DAYS`` and the least recently read beyond ``MAX_ENTRIES``; a read keeps one fresh."""
+    path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
+    Tokenizer.from_file(path)
+    [used] = entries(cache)
+    month = time.time() - (load_cache.UNUSED_DAYS + 1) * 86400
+    os.utime(used, (month, month))
+    Tokenizer.from_file(path)  # a read: the entry stays
+    assert time.time() - used.stat().st_mtime < 60
+    others = ["tokenizer.json", "notes.tables", "a" * 63 + ".tables"]  # not entries: never removed
+    for name in others:
+        (cache / name).write_text("x")
+    stale = cache / ("b" * 64 + ".tables")
+    stale.write_text("x")
+    os.utime(stale, (month, month))
+    monkeypatch.setattr(load_cache, "MAX_ENTRIES", 4)
+    recent = []
+    for k in range(4):
+        entry = cache / (f"{k}" * 64 + ".tables")
+        entry.write_text("x")
+        os.utime(entry, (time.time() - 1000 + k, time.time() - 1000 + k))
+        recent.append(entry)
+    Tokenizer.from_file(data_dir / "tokenizers" / "qwen3" / "tokenizer.json")  # a write
+    left = {entry.name for entry in entries(cache)}
+    assert not stale.exists() and used.exists() and set(others) <= left
+    # 4 kept at most, besides the one just written: the two least recently read of the others went
+    assert [entry.exists() for entry in recent] == [False, False, True, True]
+    assert len([name for name in left if load_cache._ENTRY.fullmatch(name)]) == 4
+
+
 @pytest.mark.parametrize("damage", ["a pipe", "a link to /dev/zero"])
 def test_an_entry_that_is_not_a_file_is_rebuilt(cache: Path, data_dir: Path, damage: str) -> None:
     """An entry that is a pipe blocked the load for ever at its open, and one linked to /dev/zero
@@ -125,7 +171,7 @@ def test_an_entry_that_is_not_a_file_is_rebuilt(cache: Path, data_dir: Path, dam
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(expected)
-    assert entry.is_file() and not entry.is_symlink() and load_cache._read(entry) is not None  # replaced by a good entry
+    assert entry.is_file() and not entry.is_symlink() and load_cache._read(entry, entry.stem) is not None  # replaced by a good entry
 
 
 def test_changed_content_is_a_new_entry(cache: Path, data_dir: Path, tmp_path: Path) -> None:

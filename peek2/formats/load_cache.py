@@ -18,6 +18,9 @@ path.
   header), or an unwritable directory means the file is parsed as without a cache (and the entry rewritten when it can be). Entries are written to a
   temporary name and renamed, so a crash or a concurrent load never leaves half an entry; the
   temporary file of a process killed while writing is removed by a later write (after an hour).
+- Bounded: a write removes the entries not read for ``UNUSED_DAYS`` and keeps at most
+  ``MAX_ENTRIES`` (the least recently read go first; a read marks an entry at most once a day).
+  An entry names the content it was written for, checked at every read.
 - An entry is a pickle, and unpickling runs what it names: the directory is the user's own, as
   trusted as the rest of their home directory (``PEEK2_CACHE=0`` where it is not).
 
@@ -53,8 +56,9 @@ from typing import NamedTuple
 from peek2.spec import RankedMerges, TokenizerFormatError, TokenizerSpec
 from peek2.bpe.engine_tables import EngineTables, engine_tables
 
-FORMAT = 3
-"""Raised when what an entry holds changes shape (3: a checksum line after the header)."""
+FORMAT = 4
+"""Raised when what an entry holds changes shape (3: a checksum line after the header; 4: the
+content's digest on that line)."""
 
 # The modules whose code decides what an entry holds.
 _BUILDERS = (
@@ -147,7 +151,7 @@ def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[
         stamps = tuple(file_stamp(path) for path in paths)
         digest = _digest(files, options)
         entry = directory / f"{digest}.tables" if directory is not None else None
-        found = _read(entry) if entry is not None else None
+        found = _read(entry, digest) if entry is not None else None
         if found is not None:
             spec, tables = found
             return Loaded(dataclasses.replace(spec, source=os.fspath(files[0])), tables, paths, stamps, digest, options)
@@ -242,7 +246,7 @@ def header() -> bytes:
     return _header
 
 
-def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
+def _read(entry: Path, digest: str) -> tuple[TokenizerSpec, EngineTables] | None:
     # The collector paused while the merges are unpickled: their pair tuples then stay in the
     # youngest generation in the order they were made, before the tuple that holds them, and the
     # first collection stops tracking all of them (tokenizer.py's notes on memory). A collection
@@ -258,8 +262,11 @@ def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
                 return None
             if handle.readline(256) != header():
                 return None
-            size, checksum = handle.readline(256).split()
+            size, checksum, written_for = handle.readline(256).split()
+            if written_for.decode() != digest:  # (an entry copied to another's name loaded as it; a bug hunt)
+                return None
             payload = handle.read()
+            _used(entry, os.fstat(handle.fileno()).st_mtime)
         # (a bit flipped on disk loaded silently as another vocabulary, or as tables that disagree
         # with it: 40 flips, 39 loads without a word; a bug hunt. CRC-32: 3 ms for 12 MB.)
         if len(payload) != int(size) or zlib.crc32(payload) != int(checksum, 16):
@@ -279,16 +286,64 @@ STALE_SECONDS = 3600
 """A temporary entry this old was left by a process that died while writing it."""
 
 
+UNUSED_DAYS = 30
+"""An entry not read for this long is removed by the next write (entries of files edited since, or
+of an older peek2, whose header this one never reads, were kept for ever: 213 MB, 27 of 39
+entries unreadable, on a developer's machine; a bug hunt)."""
+
+MAX_ENTRIES = 64
+"""The most entries kept (7-10 MB each): beyond them the next write removes the least recently read."""
+
+
+def _used(entry: Path, mtime: float) -> None:
+    """Mark ``entry`` read now (its mtime, at most once a day: a read costs no write otherwise)."""
+    now = time.time()
+    if now - mtime > 86400:
+        try:
+            os.utime(entry, (now, now))
+        except OSError:  # (a read-only cache: only the pruning is less exact)
+            pass
+
+
+def _prune(directory: Path, kept: Path) -> None:
+    """Remove the entries not read for ``UNUSED_DAYS``, then the least recently read beyond
+    ``MAX_ENTRIES`` (never ``kept``, the one just written). Only entries' own names are touched:
+    the directory may be shared."""
+    now = time.time()
+    found: list[tuple[float, Path]] = []
+    for path in directory.glob("*.tables"):
+        if not _ENTRY.fullmatch(path.name) or path == kept:
+            continue
+        try:
+            mtime = path.stat().st_mtime
+            if now - mtime > UNUSED_DAYS * 86400:
+                path.unlink()
+            else:
+                found.append((mtime, path))
+        except OSError:  # (another process removed it first)
+            pass
+    found.sort()
+    for _, path in found[: max(0, len(found) + 1 - MAX_ENTRIES)]:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+_ENTRY = re.compile(r"[0-9a-f]{64}\.tables")
+
+
 def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale(entry.parent)
+        _prune(entry.parent, entry)
         handle = tempfile.NamedTemporaryFile("wb", dir=entry.parent, prefix=f".{entry.stem}.", suffix=".tmp", delete=False)
         try:
             payload = pickle.dumps((dataclasses.replace(spec, source=""), tables._replace(merge_table=None, merge_pairs=b"")), protocol=5)
             with handle:
                 handle.write(header())
-                handle.write(f"{len(payload)} {zlib.crc32(payload):08x}\n".encode())
+                handle.write(f"{len(payload)} {zlib.crc32(payload):08x} {entry.stem}\n".encode())
                 handle.write(payload)
             os.replace(handle.name, entry)
         except BaseException:
