@@ -321,6 +321,10 @@ class Tokenizer:
             gunzipped = [os.fspath(f).endswith(".gz") for f in source.files]
             options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r} gz={gunzipped}"
             loaded = load_cache.load(source.files, options, source.load)
+            if source.kind == "tokenizer.json":
+                from peek2.formats.hf_config import warn_of_differences
+
+                warn_of_differences(source.path, loaded.spec)
             return cls(loaded.spec, cache_size=cache_size, _source=("pretrained", kept), _loaded=loaded)
         if name.startswith(("/", ".", "~")) or "\\" in name or name.endswith(PATH_ENDINGS):
             # (a path that is missing, not a hub repository: "./tokenizer.json" went to the hub as
@@ -1132,6 +1136,7 @@ def _rebuild(source: tuple, cache_size: int, digest: str = "", cls: type[Tokeniz
         # (the load that made the pickled tokenizer gave its notices: not again in every worker
         # process of a pool or a datasets map that unpickles it)
         warnings.filterwarnings("ignore", message=".*: numbered as tokenizers numbers added tokens: ")
+        warnings.filterwarnings("ignore", message=".* sets what .* does not, which transformers applies")
         tokenizer = _rebuilt(source, cache_size, cls)
     if digest and tokenizer._content_digest() != digest:
         raise TokenizerFormatError(

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import os
 import pickle
+import re
 from importlib import metadata
 from pathlib import Path
 
@@ -90,6 +91,47 @@ def test_a_folder_named_like_a_model_wins_in_from_pretrained(tmp_path: Path, dat
     assert folder.encode("Hello 1234") == qwen3 != expected
     assert pickle.loads(pickle.dumps(folder)).encode("Hello 1234") == qwen3
     assert pickle.loads(named).encode("Hello 1234") == expected
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"added_tokens_decoder": {"151669": {"content": "<|my_tok|>", "special": True}}}, "added token '<|my_tok|>' with id 151669, not in tokenizer.json"),
+        ({"added_tokens_decoder": {"151667": {"content": "<think>", "special": True}}}, "'<think>' is special, where tokenizer.json has it not special"),
+        ({"added_tokens_decoder": {"151643": {"content": "<|renamed|>", "special": True}}}, "id 151643 is '<|renamed|>', where tokenizer.json has '<|endoftext|>'"),
+        ({"bos_token": {"content": "<|newbos|>"}}, "bos_token '<|newbos|>', not an added token of tokenizer.json"),
+        ({"additional_special_tokens": ["<|im_start|>", "<|extra|>"]}, "additional_special_tokens '<|extra|>', not an added token"),
+        ({"split_special_tokens": True}, "split_special_tokens true (pass split_special_tokens=True to encode)"),
+        ({"add_prefix_space": True}, "add_prefix_space true, where tokenizer.json's pre-tokenizer has false"),
+    ],
+)
+def test_a_folder_whose_config_sets_what_its_tokenizer_json_lacks_warns(tmp_path: Path, data_dir: Path, change: dict, said: str) -> None:  # type: ignore[type-arg]
+    """transformers applies tokenizer_config.json's settings on top of tokenizer.json; peek2 reads
+    tokenizer.json alone, and such a folder gave other ids than transformers, silently (a bug
+    hunt). ``from_pretrained`` of the folder names each difference; the real folders have none."""
+    import json
+    import shutil
+    import warnings
+
+    from peek2.formats.hf_config import TokenizerConfigWarning
+
+    source = data_dir / "tokenizers" / "qwen3"
+    folder = tmp_path / "qwen3-edited"
+    folder.mkdir()
+    shutil.copy(source / "tokenizer.json", folder)
+    config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict) and key == "added_tokens_decoder":
+            config[key].update(value)
+        else:
+            config[key] = value
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.warns(TokenizerConfigWarning, match=re.escape(said)):
+        Tokenizer.from_pretrained(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("llama3", "llama3.1", "llama3.2", "qwen2", "qwen3", "gpt4o", "deepseek-v3"):
+            Tokenizer.from_pretrained(data_dir / "tokenizers" / name)
 
 
 def test_snapshots_pass_over_stray_entries(clean_env: Path) -> None:
