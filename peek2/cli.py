@@ -209,6 +209,10 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
 
                     raise CliError(f"--tokenizer: {folder_without_tokenizer_json(Path(args.tokenizer))}")
                 return Tokenizer.from_pretrained(args.tokenizer)
+            from peek2.models import RANK_FILE_SUFFIXES
+
+            if args.tokenizer.endswith(RANK_FILE_SUFFIXES):  # (refused by name there; as JSON it was "not valid JSON (truncated?)")
+                return Tokenizer.from_pretrained(args.tokenizer)
             return Tokenizer.from_file(args.tokenizer)
         if args.model.count("/") == 1 and not os.path.exists(args.model):
             _quiet_hub()
@@ -224,6 +228,11 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
         raise CliError(f"cannot read the tokenizer {error.filename or args.tokenizer!r}: {error.strerror or error}") from None
     except (LookupError, ValueError, NotImplementedError) as error:
         raise CliError(str(error)) from None
+
+
+def _one_line(message: str) -> str:
+    """``message`` on one line: a path holding a newline made a second line (a bug hunt)."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _quiet_hub() -> None:
@@ -628,10 +637,10 @@ def _main(argv: list[str] | None) -> int:
         result: int = args.run(args, out)
         out.flush()
     except CliError as error:
-        print(f"peek2: {error}", file=sys.stderr)
+        print(f"peek2: {_one_line(str(error))}", file=sys.stderr)
         return 2
     except OutputError as error:
-        print(f"peek2: {error}", file=sys.stderr)
+        print(f"peek2: {_one_line(str(error))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, as cat does; the interpreter's final

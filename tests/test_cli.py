@@ -135,6 +135,13 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert folder.returncode == 2 and folder.stderr == f"peek2: --tokenizer: folder {tmp_path} has no tokenizer.json\n", folder.stderr
     bad_ids = peek2("decode", "--model", "llama3", stdin="1 two 3")
     assert bad_ids.returncode == 2 and "decode expects ids" in bad_ids.stderr
+    # (a bug hunt: a rank file was "not valid JSON (truncated?)", and a path with a newline made two lines)
+    ranks = tmp_path / "tokenizer.model"
+    ranks.write_text("YQ== 0\n")
+    rank_file = peek2("encode", "--tokenizer", str(ranks), stdin="x")
+    assert rank_file.returncode == 2 and "a tiktoken rank file has no pattern or added tokens of its own: set PEEK2_MODEL_<NAME>" in rank_file.stderr
+    newline = peek2("encode", "--tokenizer", str(tmp_path / "a\nb.json"), stdin="x")
+    assert newline.returncode == 2 and newline.stderr == f"peek2: tokenizer file not found: {tmp_path}/a\\nb.json\n", newline.stderr
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"\xff\xfe\x00")
     not_utf8 = peek2("split", str(binary))
