@@ -111,7 +111,6 @@ def test_a_folder_whose_config_sets_what_its_tokenizer_json_lacks_warns(tmp_path
     hunt). ``from_pretrained`` of the folder names each difference; the real folders have none."""
     import json
     import shutil
-    import warnings
 
     from peek2.formats.hf_config import TokenizerConfigWarning
 
@@ -128,6 +127,12 @@ def test_a_folder_whose_config_sets_what_its_tokenizer_json_lacks_warns(tmp_path
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.warns(TokenizerConfigWarning, match=re.escape(said)):
         Tokenizer.from_pretrained(folder)
+
+
+def test_the_real_folders_configs_agree_with_their_tokenizer_json(data_dir: Path) -> None:
+    """(The check above says nothing of the folders people download.)"""
+    import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for name in ("llama3", "llama3.1", "llama3.2", "qwen2", "qwen3", "gpt4o", "deepseek-v3"):
