@@ -23,9 +23,11 @@ holds no tracked container of more than 10,000 items.
 from __future__ import annotations
 
 import errno
+import importlib
 import operator
 import os
 import pickle
+import sys
 import threading
 import types
 import warnings
@@ -1063,6 +1065,18 @@ class Tokenizer:
     # disk since is refused instead of loading silently as another vocabulary. The file's size and
     # mtime at load are checked when pickling, so a change between load and pickle is refused too.
 
+    def __copy__(self) -> Tokenizer:
+        """The tokenizer itself: nothing in it changes once loaded (``copy.copy`` and ``deepcopy``
+        went through pickling: a second load from disk, 0.16 s, and for ``from_str`` a refusal
+        that spoke of pickling; a bug hunt). A subclass, which may hold state of its own, is
+        copied as it pickles."""
+        if type(self) is not Tokenizer:
+            return cast(Tokenizer, _copied_by_pickling(self))
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Tokenizer:
+        return self.__copy__()
+
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         if not self._source:
             raise TypeError("this Tokenizer was built from a spec in memory: pickle needs one loaded from a file")
@@ -1127,6 +1141,11 @@ def _special_tokens(special_tokens: object) -> dict[str, int] | None:
     return specials
 
 
+def _copied_by_pickling(tokenizer: Tokenizer) -> object:
+    rebuild, arguments = tokenizer.__reduce__()
+    return rebuild(*arguments)  # type: ignore[operator]
+
+
 def _rebuild(source: tuple, cache_size: int, digest: str = "", cls: type[Tokenizer] | None = None) -> Tokenizer:  # type: ignore[type-arg]
     """The tokenizer a pickle names, of its class (a subclass came back a plain Tokenizer, without
     its methods; a bug hunt)."""
@@ -1182,6 +1201,35 @@ def _normalizer(name: str | None) -> Callable[[str], str]:
 _NAMED: dict[str, Tokenizer] = {}
 _NAMED_LOCK = threading.Lock()
 os.register_at_fork(after_in_child=lambda: globals().update(_NAMED_LOCK=threading.Lock()))  # a fork mid-load
+
+IMPORTED_AT_FIRST_CALL = (
+    "peek2.models",
+    "peek2.formats.load_cache",
+    "peek2.formats.hf_config",
+    "peek2.serving.streaming",
+    "peek2.serving.incremental",
+    "email.parser",  # (importlib.metadata's, reading a model package's version)
+)
+"""Modules imported by a method's first call (``import peek2`` stays cheap without them)."""
+
+
+def _import_before_fork() -> None:
+    """Import the modules a first call imports, before a fork (waiting for an import another thread
+    has begun). A fork while another thread imported one left the child waiting for ever at its
+    own first call: CPython renews only the global import lock in a child, and the module's lock
+    stays held by a thread the child does not have (a bug hunt: a child's first ``prompt_cache()``
+    hung in 7 of 15 forks). The async module only where asyncio is in use (a loop runs it)."""
+    names: tuple[str, ...] = IMPORTED_AT_FIRST_CALL
+    if "asyncio" in sys.modules:
+        names += ("peek2.serving.aio", "peek2.serving.encode_worker")
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # (one that cannot load here fails at its call, as it did)
+            pass
+
+
+os.register_at_fork(before=_import_before_fork)
 
 
 def named(model: str) -> Tokenizer:

@@ -121,6 +121,25 @@ class Kept(Tokenizer):
         return [8]
 
 
+def test_a_copy_of_a_tokenizer_is_the_tokenizer(data_dir: Path) -> None:
+    """``copy.copy``/``deepcopy`` went through pickling: a tokenizer made by ``from_str`` (and any
+    object holding one) could not be copied, with a message about pickling, and one from a file
+    was loaded from disk again (a bug hunt). Nothing in a tokenizer changes: the copy is itself; a
+    subclass, which may hold state of its own, is still copied as it pickles."""
+    import copy
+
+    path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
+    for tok in (Tokenizer.from_str(path.read_text(encoding="utf-8")), Tokenizer.from_file(path)):
+        assert copy.copy(tok) is tok and copy.deepcopy({"tokenizer": tok})["tokenizer"] is tok
+
+    class Mine(Tokenizer):
+        pass
+
+    mine = Mine.from_file(path)
+    copied = copy.deepcopy(mine)
+    assert type(copied) is Mine and copied is not mine and copied.encode("Hello world") == mine.encode("Hello world")
+
+
 def test_compiled_encode_pickles_and_gives_way_to_a_subclass(data_dir: Path) -> None:
     path = data_dir / "tokenizers" / "llama3.1" / "tokenizer.json"
     tok = Tokenizer.from_file(path)
