@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import io
 import json
 import os
 import re
@@ -510,13 +511,17 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
     except OSError as error:  # (the file, where the error names one: the prefix alone said little; a bug hunt)
         raise OutputError(f"cannot write {error.filename or args.output}: {error.strerror or error}") from None
     if not args.quiet:
-        print(
-            f"peek2 tokenize: {stats.documents:,} documents, {stats.tokens:,} tokens "
-            f"({stats.tokens_per_document:.1f} a document), {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s"
-            + (f", {stats.rejected:,} rejected (see {args.output}.rejects.jsonl)" if stats.rejected else "")
-            + f"; wrote {', '.join(stats.outputs[:3])}{' ...' if len(stats.outputs) > 3 else ''}",
-            file=sys.stderr,
-        )
+        try:  # (a log on a full disk failed a run whose outputs were whole: status 1; a bug hunt)
+            print(
+                f"peek2 tokenize: {stats.documents:,} documents, {stats.tokens:,} tokens "
+                f"({stats.tokens_per_document:.1f} a document), {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s"
+                + (f", {stats.rejected:,} rejected (see {args.output}.rejects.jsonl)" if stats.rejected else "")
+                + f"; wrote {', '.join(stats.outputs[:3])}{' ...' if len(stats.outputs) > 3 else ''}",
+                file=sys.stderr,
+                flush=True,
+            )
+        except OSError:
+            pass
     return 0
 
 
@@ -576,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     # its own message. With one thread the command has that memory for itself and says it is out
     # of memory where it is. A user's own setting is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _standard_streams()
     # Ctrl-C from the first moment (the parser being built, the tokenizer loading) is one line and
     # status 130; the console script (peek2_command.py) covers the imports before this.
     try:
@@ -588,6 +594,27 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:  # (a limit such as ulimit -v: a traceback from the load, a bug hunt)
         print("peek2: out of memory (is a limit such as ulimit -v set?)", file=sys.stderr)
         return 1
+    except ImportError as error:
+        # A module imported at its first use (pyarrow): missing, or installed and failing to load
+        # (under an address-space limit its shared library could not be mapped: a traceback; a bug hunt).
+        package = (error.name or "").split(".")[0]
+        if package and not _installed(package):
+            print(f"peek2: this needs {package}: pip install 'peek2[corpus]'", file=sys.stderr)
+            return 2
+        print(f"peek2: {package or 'a module'} is installed but failed to load ({_one_line(str(error))}): is a memory limit such as ulimit -v set?", file=sys.stderr)
+        return 1
+
+
+def _standard_streams() -> None:
+    """Output in UTF-8 whatever the locale or PYTHONIOENCODING (the docstring's promise: with
+    ``PYTHONIOENCODING=ascii`` decode and split ended in a UnicodeEncodeError traceback, and with
+    latin-1 wrote Latin-1; a bug hunt), and a closed standard error read as a null device (its
+    ``isatty`` raised, and the error lines went to standard output, into the data)."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
+            stream.reconfigure(encoding="utf-8")
 
 
 def _main(argv: list[str] | None) -> int:

@@ -490,6 +490,51 @@ def test_closed_standard_input_or_output_is_one_line(data_dir: Path) -> None:
         assert (result.returncode, result.stderr) == (status, message), shell
 
 
+def test_output_is_utf8_whatever_the_locale_and_standard_error_may_be_closed(data_dir: Path, tmp_path: Path) -> None:
+    """A bug hunt: with ``PYTHONIOENCODING=ascii`` decode and split ended in a UnicodeEncodeError
+    traceback (with latin-1 they wrote Latin-1), where the docstring promises UTF-8 output; with
+    standard error closed (``2>&-``) encode failed on good input (status 1, nothing written) and
+    error lines went to standard output, into the data."""
+    path = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
+    text = "Größe 東京 ✓\n"
+    ids = " ".join(map(str, Reference.from_file(path).encode(text, add_special_tokens=False).ids))
+    command = f"{sys.executable} -m peek2"
+    for encoding in ("ascii", "latin-1"):
+        env = {**os.environ, "PYTHONIOENCODING": encoding}
+        decoded = subprocess.run(f"{command} decode --tokenizer {path} --exact", shell=True, input=ids.encode(), capture_output=True, env=env)
+        assert (decoded.returncode, decoded.stdout, decoded.stderr) == (0, text.encode("utf-8"), b""), encoding
+        pieces = subprocess.run(f"{command} split", shell=True, input=text.encode("utf-8"), capture_output=True, env=env)
+        assert pieces.returncode == 0 and [json.loads(line) for line in pieces.stdout.decode("utf-8").splitlines()] == peek2_api.split(text)
+    source = tmp_path / "text.txt"
+    source.write_text(text, encoding="utf-8")
+    encoded = subprocess.run(f"{command} encode --tokenizer {path} --no-special {source} 2>&-", shell=True, capture_output=True, text=True)
+    assert (encoded.returncode, encoded.stdout) == (0, ids + "\n")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xff")
+    refused = subprocess.run(f"{command} encode --tokenizer {path} {bad} 2>&-", shell=True, capture_output=True, text=True)
+    assert (refused.returncode, refused.stdout) == (2, "")
+
+
+def test_a_module_that_fails_to_load_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug hunt: pyarrow, imported at its first use, failed to load under ulimit -v with a
+    traceback. Installed: status 1 and the likely cause; missing: what to install."""
+    from peek2 import cli
+
+    def fail(name: str) -> object:
+        def run(args: object, out: object) -> int:
+            raise ImportError(f"{name}.so: failed to map segment from shared object", name=name)
+
+        return run
+
+    for name, status, said in (
+        ("pyarrow.lib", 1, "peek2: pyarrow is installed but failed to load (pyarrow.lib.so: failed to map segment from shared object): is a memory limit"),
+        ("nosuchpackage", 2, "peek2: this needs nosuchpackage: pip install 'peek2[corpus]'"),
+    ):
+        monkeypatch.setattr(cli, "_split", fail(name))
+        assert cli.main(["split", os.devnull]) == status
+        assert capsys.readouterr().err.startswith(said)
+
+
 def test_a_tokenizer_that_is_no_regular_file_is_refused(data_dir: Path, tmp_path: Path) -> None:
     """A bug hunt: ``--tokenizer /dev/zero`` read until memory ran out (8 GB in 4 s), and a named
     pipe without a writer blocked for ever."""

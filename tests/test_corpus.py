@@ -1480,6 +1480,23 @@ def test_progress_lines_summary_and_quiet(tmp_path: Path, data_dir: Path, corpus
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
 
 
+def test_a_log_that_cannot_be_written_ends_the_progress_not_the_run(tmp_path: Path, data_dir: Path, corpus: tuple[Path, list[str]]) -> None:
+    """A bug hunt: with standard error on a full disk the run wrote whole outputs and ended with
+    status 1 (its summary line failed), or died at its first progress line; with standard error
+    closed it failed (its isatty raised) and left its work folder."""
+    path, texts = corpus
+    common = ["--tokenizer", tokenizer_path(data_dir, LLAMA), "--format", "megatron", "--workers", "2", "--unit-bytes", "50000"]
+    expected = None
+    for name, redirect in (("full", "2>/dev/full"), ("closed", "2>&-"), ("plain", "2>/dev/null")):
+        command = " ".join(_cli(str(path), "--output", str(tmp_path / name), *common, "--progress-seconds", "0")) + f" {redirect}"
+        result = subprocess.run(command, shell=True, capture_output=False, stdout=subprocess.PIPE, text=True, timeout=300)
+        assert (result.returncode, result.stdout) == (0, ""), name
+        assert not (tmp_path / f"{name}.peek2-work").exists()
+        written = (tmp_path / f"{name}_text_document.bin").read_bytes()
+        expected = expected or written
+        assert written == expected
+
+
 def test_ray_engine_bad_input_is_a_clear_error(tmp_path: Path, data_dir: Path, local_ray: object, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     path = Path("bad.jsonl")  # (named as given, as the local engine names it: it was made absolute; a bug hunt)

@@ -200,6 +200,30 @@ def test_unwritable_or_disabled_cache(tmp_path: Path, data_dir: Path, monkeypatc
     assert not (tmp_path / "off").exists()
 
 
+def test_no_home_directory_or_a_relative_one_means_no_cache(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: with no home directory (HOME unset, a user without a passwd entry) every load
+    raised "Could not determine home directory"; a relative XDG_CACHE_HOME put the cache under the
+    working folder (the XDG specification says to ignore it), and an empty HOME in "/.cache"."""
+    monkeypatch.delenv("PEEK2_CACHE_DIR", raising=False)
+    monkeypatch.delenv("PEEK2_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert load_cache.cache_dir() == tmp_path / "home" / ".cache" / "peek2"
+    monkeypatch.setenv("HOME", "")
+    assert load_cache.cache_dir() is None
+    monkeypatch.delenv("XDG_CACHE_HOME")
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert load_cache.cache_dir() is None
+    path = data_dir / "tokenizers" / "llama3.2" / "tokenizer.json"
+    assert Tokenizer.from_file(path).encode(TEXT) == Reference.from_file(str(path)).encode(TEXT).ids
+    assert not (tmp_path / "relative").exists()
+
+
 def test_errors_are_those_of_the_file(cache: Path, tmp_path: Path) -> None:
     bad = tmp_path / "tokenizer.json"
     bad.write_text('{"model": {"type": "BPE", "vocab": {}, "merges": [', encoding="utf-8")

@@ -9,9 +9,15 @@ from typing import IO, Any
 
 
 class Progress:
+    """Writes that fail (a log on a full disk, a closed pipe) end the progress, not the run: a run
+    whose outputs were whole ended with status 1, and one whose progress lines went into a pipe
+    closed early was stopped with its work folder left (a bug hunt)."""
+
     def __init__(self, total_bytes: int, mode: str, interval: float = 30.0, stream: IO[str] | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        if mode == "auto":
+        if self.stream is None:  # (standard error closed)
+            mode = "quiet"
+        elif mode == "auto":
             mode = "bar" if self.stream.isatty() else "lines"
         self.mode = mode  # "bar", "lines", "quiet"
         self.total = total_bytes
@@ -45,8 +51,11 @@ class Progress:
         seconds = max(now - self.start, 1e-9)
         rate = (self.tokens - self.start_tokens) / seconds
         if self.bar is not None:
-            self.bar.set_postfix_str(f"{self.documents:,} docs, {rate / 1e6:.2f}M tokens/s", refresh=False)
-            self.bar.update(input_bytes)
+            try:
+                self.bar.set_postfix_str(f"{self.documents:,} docs, {rate / 1e6:.2f}M tokens/s", refresh=False)
+                self.bar.update(input_bytes)
+            except OSError:
+                self._stop()
         elif self.mode == "lines" and now - self.last >= self.interval:
             self.last = now
             mb_s = (self.done_bytes - self.start_bytes) / seconds / 1e6
@@ -54,14 +63,25 @@ class Progress:
             if self.total and mb_s > 0:
                 eta = f", ETA {max(self.total - self.done_bytes, 0) / 1e6 / mb_s:.0f} s"
             share = f" ({100 * self.done_bytes / self.total:.1f}%)" if self.total else ""
-            print(
-                f"peek2 tokenize: {self.done_bytes / 1e6:,.1f} MB{share}, {self.documents:,} documents, "
-                f"{self.tokens:,} tokens, {mb_s:.1f} MB/s, {rate / 1e6:.2f}M tokens/s{eta}",
-                file=self.stream,
-                flush=True,
-            )
+            try:
+                print(
+                    f"peek2 tokenize: {self.done_bytes / 1e6:,.1f} MB{share}, {self.documents:,} documents, "
+                    f"{self.tokens:,} tokens, {mb_s:.1f} MB/s, {rate / 1e6:.2f}M tokens/s{eta}",
+                    file=self.stream,
+                    flush=True,
+                )
+            except OSError:
+                self._stop()
+
+    def _stop(self) -> None:
+        """No more progress (its stream cannot be written); the run goes on."""
+        self.bar = None
+        self.mode = "quiet"
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.close()
+            try:
+                self.bar.close()
+            except OSError:
+                pass
             self.bar = None

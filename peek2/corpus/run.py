@@ -181,7 +181,7 @@ class _Run:
     def acquire(self) -> None:
         import fcntl
 
-        self.lock = open(os.path.join(self.work, "lock"), "a")
+        self.lock = open(os.path.join(self.work, "lock"), "ab")  # (text mode without an encoding: an EncodingWarning; a bug hunt)
         try:
             fcntl.flock(self.lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

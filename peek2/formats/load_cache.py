@@ -90,14 +90,28 @@ def cache_dir() -> Path | None:
         # (expanded here: a "~" set where no shell expands it, Docker's ENV or systemd's
         # Environment=, made a directory named "~" wherever the process ran; a bug hunt)
         return _expanded(explicit)
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = str(Path.home() / "Library" / "Caches")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    try:
+        if sys.platform == "win32":
+            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        elif sys.platform == "darwin":
+            base = str(Path.home() / "Library" / "Caches")
+        else:
+            xdg = os.environ.get("XDG_CACHE_HOME", "")
+            # (a relative one is to be ignored, as the XDG specification says: it put the cache
+            # under whatever folder the process ran in; and an empty HOME is no home, not "/"; a bug
+            # hunt. "~/..." is the home directory, as set where no shell expands it: an earlier hunt.)
+            if os.path.isabs(xdg) or xdg.startswith("~"):
+                base = xdg
+            elif os.environ.get("HOME") == "":
+                return None
+            else:
+                base = str(Path.home() / ".cache")
+    except RuntimeError:  # (no home directory: HOME unset, a user without a passwd entry; every load raised, a bug hunt)
+        return None
     directory = _expanded(base)
-    return directory / "peek2" if directory is not None else None
+    if directory is None or not directory.is_absolute():  # (HOME empty or relative: no cache rather than one in "/.cache" or the working folder)
+        return None
+    return directory / "peek2"
 
 
 def _expanded(path: str) -> Path | None:
