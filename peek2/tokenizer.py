@@ -1130,7 +1130,8 @@ def _special_tokens(special_tokens: object) -> dict[str, int] | None:
         return None
     if not isinstance(special_tokens, Mapping):
         raise TypeError(f"special_tokens must be a dict of str to int, not {type(special_tokens).__name__}")
-    specials = dict(special_tokens)
+    # (NumPy integer ids are ids, as tiktoken takes them and as decode does: they were refused; a bug hunt)
+    specials = {content: plain_int(token_id) for content, token_id in special_tokens.items()}
     for content, token_id in specials.items():
         if not isinstance(content, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
             raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")

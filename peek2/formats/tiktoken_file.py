@@ -79,12 +79,9 @@ def parse_ranks(data: bytes, source: str = "<bytes>") -> dict[bytes, int]:
         line_of_rank[rank] = number
     if not ranks:  # (else "no token for byte 0x00", far from the cause)
         raise ValueError(f"{source}: no ranks: the rank file is empty")
-    if max(line_of_rank) != len(ranks) - 1:
-        missing = min(set(range(len(ranks))) - line_of_rank.keys())
-        top = max(line_of_rank)
-        raise ValueError(
-            f"{source}:{line_of_rank[top]}: rank {top}, but the file has {len(ranks)} tokens: ranks are not contiguous (rank {missing} is missing)"
-        )
+    # Ranks may leave gaps, as tiktoken allows (p50k_base's file has none at 50256, the id of its
+    # special token; they were refused: "ranks are not contiguous", a bug hunt). Each id is one
+    # token's or none, as in tokenizer.json files with gaps (GPT-4o's 199998).
     return ranks
 
 
@@ -106,10 +103,8 @@ def _final_parts(token: bytes, ranks: dict[bytes, int], below: int) -> list[byte
 
 
 def _by_rank(ranks: dict[bytes, int]) -> list[bytes]:
-    tokens = [b""] * len(ranks)
-    for token, rank in ranks.items():
-        tokens[rank] = token
-    return tokens
+    """The tokens in rank order (the ranks may leave gaps)."""
+    return sorted(ranks, key=ranks.__getitem__)
 
 
 def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
@@ -121,9 +116,10 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     [(b'a', b'b'), (b'ab', b'b')]
     """
     merges: list[tuple[bytes, bytes]] = []
-    for rank, token in enumerate(_by_rank(ranks)):
+    for token in _by_rank(ranks):
         if len(token) == 1:
             continue
+        rank = ranks[token]
         parts = _final_parts(token, ranks, rank)
         if len(parts) != 2:
             raise ValueError(
