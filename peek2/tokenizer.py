@@ -1157,6 +1157,7 @@ def _rebuild(source: tuple, cache_size: int, digest: str = "", cls: type[Tokeniz
         # process of a pool or a datasets map that unpickles it)
         warnings.filterwarnings("ignore", message=".*: numbered as tokenizers numbers added tokens: ")
         warnings.filterwarnings("ignore", message=".* sets what .* does not, which transformers applies")
+        warnings.filterwarnings("ignore", message=".*: no merge of .* makes .* of its .* tokens")
         tokenizer = _rebuilt(source, cache_size, cls)
     if digest and tokenizer._content_digest() != digest:
         raise TokenizerFormatError(

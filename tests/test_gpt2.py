@@ -12,6 +12,7 @@ import hashlib
 import json
 import pickle
 import random
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,18 @@ def test_bad_files_name_the_file_and_line(data_dir: Path, tmp_path: Path) -> Non
         peek2.Tokenizer.from_gpt2_files(encoder, folder / "vocab.bpe")
     with pytest.raises(FileNotFoundError):
         peek2.Tokenizer.from_gpt2_files(tmp_path / "missing.json", folder / "vocab.bpe")
+    # A merges file cut short loaded silently, with other ids; tiktoken refuses the pair, tokenizers
+    # loads it as peek2 does: a warning naming the first token no merge makes (a bug hunt), from
+    # the cache too. The real pair, with or without its special token, has none.
+    half = tmp_path / "half.bpe"
+    half.write_text("\n".join((folder / "vocab.bpe").read_text(encoding="utf-8").split("\n")[:25001]) + "\n", encoding="utf-8")
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=r"half.bpe makes 25,000 of its 50,257 tokens \(the first, id 25256: b'IDENT'\): cut short"):
+            peek2.Tokenizer.from_gpt2_files(folder / "encoder.json", half)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for specials in (None, {}):
+            peek2.Tokenizer.from_gpt2_files(folder / "encoder.json", folder / "vocab.bpe", special_tokens=specials)
 
 
 def test_r50k_base_rank_file_with_tiktokens_pattern(tiktoken_gpt2: tiktoken.Encoding, tmp_path: Path, data_dir: Path) -> None:

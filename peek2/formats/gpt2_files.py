@@ -44,7 +44,27 @@ def load_files(
             raise TypeError(f"special_tokens must map str to int, not {content!r}: {token_id!r}")
     # (as from_tiktoken takes them: two names of one id decode as the first; the last did here, a bug hunt)
     added = special_added_tokens(special_tokens)
-    return TokenizerSpec(family="gpt2", vocab=vocab, merges=merges, added_tokens=added, source=encoder_source)
+    notices = _unmade_tokens(vocab, merges, special_tokens, merges_source)
+    return TokenizerSpec(family="gpt2", vocab=vocab, merges=merges, added_tokens=added, source=encoder_source, notices=notices)
+
+
+def _unmade_tokens(vocab: dict[bytes, int], merges: list[tuple[bytes, bytes]], special_tokens: dict[str, int], merges_source: str) -> tuple[str, ...]:
+    """A notice (the tokenizer warns it, loaded from the cache too) where ``vocab.bpe`` makes none
+    of some tokens of ``encoder.json`` (special tokens and single bytes aside): a merges file cut
+    short loaded silently and gave other ids, where tiktoken refuses such a pair (it checks that
+    the merges make exactly the encoder's tokens; a bug hunt). ``tokenizers`` loads them as peek2
+    does, so it is a warning, not a refusal."""
+    made = {left + right for left, right in merges}
+    # (the two names tiktoken leaves out of its check too, special or not)
+    specials = {content.encode("utf-8") for content in special_tokens} | {END_OF_TEXT.encode(), b"<|startoftext|>"}
+    unmade = [token for token in vocab if len(token) > 1 and token not in made and token not in specials]
+    if not unmade:
+        return ()
+    first = min(unmade, key=vocab.__getitem__)
+    return (
+        f"no merge of {merges_source} makes {len(unmade):,} of its {len(vocab):,} tokens (the first, id {vocab[first]}: "
+        f"{first!r}): cut short, or not this vocabulary's merges? tiktoken refuses such a pair; pass special tokens in special_tokens",
+    )
 
 
 def _vocab(raw: Any, source: str) -> dict[bytes, int]:
