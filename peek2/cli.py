@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import errno
 import io
 import json
 import os
@@ -500,7 +501,7 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
             **{name: getattr(args, name) for name in _TOKENIZE_OPTIONS},
             progress="lines" if args.progress_lines else "auto",
         )
-    except corpus.CorpusOutputError as error:
+    except (corpus.CorpusOutputError, corpus.CorpusLimitError) as error:
         raise OutputError(str(error)) from None
     except (corpus.CorpusError, corpus.CorpusInputError) as error:
         raise CliError(str(error)) from None
@@ -509,7 +510,8 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
     except (LookupError, ValueError, NotImplementedError) as error:  # the tokenizer
         raise CliError(str(error)) from None
     except OSError as error:  # (the file, where the error names one: the prefix alone said little; a bug hunt)
-        raise OutputError(f"cannot write {error.filename or args.output}: {error.strerror or error}") from None
+        limit = " (is a limit such as ulimit -n set?)" if error.errno in (errno.EMFILE, errno.ENFILE) else ""
+        raise OutputError(f"cannot write {error.filename or args.output}: {error.strerror or error}{limit}") from None
     if not args.quiet:
         try:  # (a log on a full disk failed a run whose outputs were whole: status 1; a bug hunt)
             print(
@@ -621,7 +623,7 @@ def _main(argv: list[str] | None) -> int:
     parser = _Parser(
         prog="peek2",
         description="Fast, bit-exact byte-level BPE tokenizer.",
-        epilog="Exit status: 0 success, 1 output cannot be written or out of memory, 2 bad usage or input, 130 interrupted, "
+        epilog="Exit status: 0 success, 1 output cannot be written, out of memory or another limit of the machine, 2 bad usage or input, 130 interrupted, "
         "141 output pipe closed (peek2 encode big.txt | head: quietly, as cat).",
     )
     parser.add_argument(

@@ -1844,3 +1844,85 @@ def test_encode_batch_refuses_unordered_batches_and_bad_flags_first(data_dir: Pa
     for texts in (["a"], []):
         with pytest.raises(TypeError, match=r"^split_special_tokens must be a bool, not str"):
             tok.encode_batch(texts, split_special_tokens="yes")  # type: ignore[arg-type]
+
+
+def test_a_limit_of_the_machine_is_not_a_bad_input(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug hunt: under ``ulimit -v`` pyarrow could not start its reading threads ("Failed to
+    launch worker thread: Resource temporarily unavailable"), and the run said the Parquet file
+    could not be read as Parquet, "fix the input, then start over with --force", status 2; out
+    of file descriptors (``ulimit -n``) a JSONL input was "cannot read: Too many open files",
+    with the same advice. The input is good: status 1, the limit named, the work kept, and the
+    resumed run writes what a run without the limit writes."""
+    import errno
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from peek2 import cli
+    from peek2.corpus import inputs
+
+    texts = [f"Hello world {k} Grüße 中文" for k in range(3_000)]
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=500)
+    tok = tokenizer_path(data_dir, LLAMA)
+    command = ["tokenize", str(path), "--tokenizer", tok, "--format", "megatron", "--workers", "1", "--quiet"]
+    real = pq.ParquetFile
+
+    def no_threads(*args: Any, **kwargs: Any) -> Any:
+        raise pa.lib.ArrowException("Unknown error: Failed to launch worker thread: Resource temporarily unavailable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pq, "ParquetFile", no_threads)
+        assert cli.main([*command, "--output", str(tmp_path / "o" / "c")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fix the input" not in err, err
+    assert f"{path}: cannot read as parquet: a limit of the machine was reached (Unknown error: Failed to launch worker thread: Resource temporarily unavailable)" in err, err
+    assert "is a limit such as ulimit -n, -u or -v set?" in err and "continue with --resume" in err, err
+    assert pq.ParquetFile is real
+    assert cli.main([*command, "--output", str(tmp_path / "o" / "c"), "--resume"]) == 0
+    assert cli.main([*command, "--output", str(tmp_path / "clean" / "c")]) == 0
+    for suffix in ("_text_document.bin", "_text_document.idx"):
+        assert (tmp_path / "o" / f"c{suffix}").read_bytes() == (tmp_path / "clean" / f"c{suffix}").read_bytes()
+    capsys.readouterr()
+
+    for error in (OSError(errno.EMFILE, os.strerror(errno.EMFILE)), OSError(errno.ENFILE, os.strerror(errno.ENFILE)), MemoryError()):
+        made = inputs.unreadable("c.jsonl", error)
+        assert isinstance(made, peek2.corpus.CorpusLimitError) and str(made).startswith("c.jsonl: cannot read: a limit of the machine was reached"), made
+    for error in (OSError(errno.EIO, os.strerror(errno.EIO)), pa.lib.ArrowInvalid("Parquet magic bytes not found in footer.\nEither the file is corrupted")):
+        made = inputs.unreadable("c.parquet", error, "parquet")
+        assert isinstance(made, CorpusInputError) and "\n" not in str(made) and "limit" not in str(made), made
+
+
+def test_two_runs_begun_at_once_on_a_new_prefix(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bug hunt: two runs started together on a new output prefix both found no work folder,
+    and the second to make it said "cannot write PREFIX.peek2-work: File exists" (status 1, as
+    for a full disk). It is the other run, as when the folder is locked (status 2)."""
+    from peek2 import cli
+    from peek2.corpus import run as corpus_run
+
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "Hello world"}\n' * 10, encoding="utf-8")
+    output = tmp_path / "o" / "c"
+    real = corpus_run._clear_the_way
+
+    def the_other_run_first(run: Any, *args: Any) -> None:
+        real(run, *args)
+        os.makedirs(run.work)  # (the other run, between this run's look and its makedirs)
+
+    monkeypatch.setattr(corpus_run, "_clear_the_way", the_other_run_first)
+    assert cli.main(["tokenize", str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(output), "--format", "megatron", "--workers", "1", "--quiet"]) == 2
+    assert capsys.readouterr().err == f"peek2: another run began writing {output} at the same time (it made the work folder {output}.peek2-work)\n"
+
+
+def test_the_progress_bar_counts_megabytes_as_the_summary_does() -> None:
+    """The bar counted in units of 1024 under the name MB, the progress lines and the summary in
+    units of 1000: the same run said 5.0 MB at the end and 4.77M on its bar."""
+    import io
+
+    from peek2.corpus.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(5_000_000, "bar", stream=stream)
+    progress.update(2_500_000, 10, 1_000)
+    progress.bar.refresh()
+    assert "2.50M/5.00M " in stream.getvalue(), stream.getvalue()

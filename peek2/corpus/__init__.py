@@ -6,7 +6,7 @@ crash-safe and resumable. ``peek2 tokenize`` on the command line; docs/corpus.md
     >>> stats = peek2.corpus.tokenize("corpus.jsonl", tokenizer="llama3", output="out/corpus", format="megatron")  # doctest: +SKIP
 """
 
-from peek2.corpus.inputs import CorpusInputError
+from peek2.corpus.inputs import CorpusInputError, CorpusLimitError
 from peek2.corpus.run import FORMATS, CorpusError, CorpusOutputError, RunStats, tokenize
 
-__all__ = ["FORMATS", "CorpusError", "CorpusInputError", "CorpusOutputError", "RunStats", "tokenize"]
+__all__ = ["FORMATS", "CorpusError", "CorpusInputError", "CorpusLimitError", "CorpusOutputError", "RunStats", "tokenize"]

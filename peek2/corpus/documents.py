@@ -15,7 +15,7 @@ from typing import Any
 import numpy
 from librt.strings import BytesWriter
 
-from peek2.corpus.inputs import CorpusInputError, Unit
+from peek2.corpus.inputs import CorpusInputError, Unit, unreadable
 from peek2.tokenizer import Tokenizer
 
 JSON_SPACE = " \t\r\n"  # JSON's white space (RFC 8259), what may stand around a value
@@ -86,7 +86,7 @@ def encode_unit(unit: Unit, tokenizer: Tokenizer, options: Options, paths: list[
                     handle.seek(start)
                     payload = handle.read(end - start)
             except OSError as error:
-                raise CorpusInputError(f"{path}: cannot read: {error.strerror or error}") from None
+                raise unreadable(path, error) from None
             if len(payload) != end - start:
                 raise CorpusInputError(f"{path}: changed while it was read (shorter than before)")
         lines = payload.split(b"\n")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import bz2
+import errno
 import gzip
 import hashlib
 import json
@@ -40,6 +41,28 @@ class CorpusInputError(ValueError):
     """An input that cannot be read as asked: names the file (and line or row) and what is wrong."""
 
 
+class CorpusLimitError(Exception):
+    """Reading an input met a limit of the machine (open files, memory, threads), not a fault of
+    the input: ``peek2 tokenize`` exits 1 and keeps the work for ``--resume``."""
+
+
+# What a limit of the machine looks like: an OSError's errno, or the words of pyarrow's C++ errors
+# (a thread pool that could not start under ulimit -v: "Failed to launch worker thread: Resource
+# temporarily unavailable", which read as a file not Parquet, "fix the input", status 2; a bug hunt).
+LIMIT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
+LIMIT_WORDS = ("Too many open files", "Cannot allocate memory", "Resource temporarily unavailable", "Failed to launch", "bad_alloc", "Out of memory")
+
+
+def unreadable(path: str, error: BaseException, kind: str = "") -> Exception:
+    """The error to raise for ``path`` that could not be read (as ``kind``): CorpusLimitError where
+    ``error`` is a limit of the machine, CorpusInputError otherwise; one line, naming the file."""
+    what = f"cannot read as {kind}" if kind else "cannot read"
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else _one_line(error)
+    if isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno in LIMIT_ERRNOS) or any(word in reason for word in LIMIT_WORDS):
+        return CorpusLimitError(f"{path}: {what}: a limit of the machine was reached ({reason}): is a limit such as ulimit -n, -u or -v set?")
+    return CorpusInputError(f"{path}: {what}: {reason}")
+
+
 @dataclass(frozen=True)
 class Source:
     """One input file (or one Arrow file of a saved ``datasets`` dataset)."""
@@ -59,7 +82,7 @@ class Source:
                     handle.seek(max(FINGERPRINT_BYTES, stat.st_size - FINGERPRINT_BYTES))
                     digest.update(handle.read(FINGERPRINT_BYTES))
         except OSError as error:
-            raise CorpusInputError(f"{self.path}: cannot read: {error.strerror or error}") from None
+            raise unreadable(self.path, error) from None
         return {"path": os.path.abspath(self.path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256_ends": digest.hexdigest()}
 
 
@@ -369,7 +392,7 @@ def _open_binary(source: Source) -> IO[bytes]:
             return gzip.GzipFile(source.path, "rb")  # type: ignore[return-value]  # (owns and closes its file)
         raw = open(source.path, "rb")
     except OSError as error:
-        raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+        raise unreadable(source.path, error) from None
     if source.compression == "zstd":
         try:
             import zstandard
@@ -489,7 +512,7 @@ def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: 
                 with open(source.path, "rb") as handle:
                     data = handle.read()
             except OSError as error:
-                raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+                raise unreadable(source.path, error) from None
             text_batch.append((index, data))
             text_bytes += len(data)
             last = index + 1 == stop or sources[index + 1].kind != "text"
@@ -546,7 +569,7 @@ def _read_packed(handle: IO[bytes], source: Source, size: int) -> bytes:
     except MemoryError:
         raise
     except Exception as error:  # OSError, EOFError, gzip.BadGzipFile, lzma.LZMAError, zstandard.ZstdError
-        raise CorpusInputError(f"{source.path}: cannot read: {error}") from None
+        raise unreadable(source.path, error) from None
 
 
 def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int) -> Iterator[Unit]:
@@ -565,7 +588,7 @@ def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int
     try:
         handle = open(source.path, "rb", buffering=0)
     except OSError as error:
-        raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+        raise unreadable(source.path, error) from None
     with handle:
         try:
             size = os.fstat(handle.fileno()).st_size
@@ -579,7 +602,7 @@ def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int
                 yield Unit("jsonl", (source.path, position, end), index, 0, end - position, Cursor(index, end, 0))
                 position = end
         except OSError as error:
-            raise CorpusInputError(f"{source.path}: cannot read: {error.strerror or error}") from None
+            raise unreadable(source.path, error) from None
 
 
 def _unit_end(handle: FileIO, window: bytearray, start: int, limit: int, size: int) -> int:
@@ -663,7 +686,7 @@ def _arrow_units(
     except CorpusInputError:
         raise
     except Exception as error:
-        raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {_one_line(error)}") from None
+        raise unreadable(source.path, error, source.kind) from None
     if text_key not in schema.names:
         raise CorpusInputError(f"{source.path}: no column {text_key!r} (columns: {', '.join(schema.names)}); choose one with --text-key")
     if schema.names.count(text_key) > 1:  # (pyarrow writes such files; schema.field raised a bare KeyError: a bug hunt)
@@ -748,10 +771,10 @@ def _read_checked(batches: Iterator[Any], source: Source) -> Iterator[Any]:
         except StopIteration:
             return
         except Exception as error:
-            raise CorpusInputError(f"{source.path}: cannot read as {source.kind}: {_one_line(error)}") from None
+            raise unreadable(source.path, error, source.kind) from None
         yield batch
 
 
-def _one_line(error: Exception) -> str:
+def _one_line(error: BaseException) -> str:
     """An error's message on one line (pyarrow's may hold several)."""
     return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())

@@ -31,7 +31,8 @@ class Progress:
         if mode == "bar":
             from tqdm import tqdm  # type: ignore[import-untyped]
 
-            self.bar = tqdm(total=total_bytes or None, unit="B", unit_scale=True, unit_divisor=1024, file=self.stream, desc="tokenize", dynamic_ncols=True)
+            # (Decimal units: the lines' and the summary's MB; with 1024 the bar's "MB" were MiB.)
+            self.bar = tqdm(total=total_bytes or None, unit="B", unit_scale=True, unit_divisor=1000, file=self.stream, desc="tokenize", dynamic_ncols=True)
 
     def skip(self, done_bytes: int, documents: int, tokens: int) -> None:
         """What a resumed run had done before (counted, not timed)."""

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy
 
-from peek2.corpus.inputs import CorpusInputError, Cursor, Source, _one_line
+from peek2.corpus.inputs import CorpusInputError, Cursor, Source, _one_line, unreadable
 from peek2.corpus.writers import Writer
 
 READ_CPUS = 0.25
@@ -215,7 +215,7 @@ def row_group_ranges(path: str, size: int, first_row: int = 0) -> list[tuple[int
     try:
         metadata = pq.ParquetFile(path).metadata
     except Exception as error:
-        raise CorpusInputError(f"{path}: cannot read as parquet: {_one_line(error)}") from None
+        raise unreadable(path, error, "parquet") from None
     ranges: list[tuple[int, int]] = []
     start = held = rows = 0
     for group in range(metadata.num_row_groups):

@@ -42,7 +42,7 @@ from librt.strings import BytesWriter
 from peek2.argument_checks import plain_int
 from peek2.bpe.merger import as_flag
 from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit, location
-from peek2.corpus.inputs import Cursor, CorpusInputError, Source, Unit, find_inputs, read_units
+from peek2.corpus.inputs import Cursor, CorpusInputError, CorpusLimitError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
 from peek2.corpus.writers import WRITERS, Writer, publish, take_back, token_dtype
 from peek2.tokenizer import Tokenizer
@@ -387,7 +387,10 @@ def tokenize(
             raise CorpusError(f"cannot resume {output}: {problem}")
     else:
         _clear_the_way(run, format, text_key, force, sources)
-        os.makedirs(run.work)
+        try:
+            os.makedirs(run.work)
+        except FileExistsError:  # (two runs begun at once on a new prefix: "cannot write ...: File exists"; a bug hunt)
+            raise CorpusError(f"another run began writing {output} at the same time (it made the work folder {run.work})") from None
         run.acquire()
         begun = None
     if begun is not None:
@@ -656,6 +659,8 @@ def _run(
                     raise _DocumentError(message) from None
                 if kind.rsplit(".", 1)[-1] == "CorpusInputError":
                     raise CorpusInputError(message) from None
+                if kind.rsplit(".", 1)[-1] == "CorpusLimitError":
+                    raise CorpusLimitError(message) from None
                 raise CorpusError(f"the ray engine failed: {cause} (the work so far is kept in {run.work}: continue with --resume)") from None
             done = Cursor(len(sources))
         elif in_process:
@@ -781,6 +786,11 @@ def _run(
         # (a file that cannot be read as a whole, a missing column: --skip-bad skips documents, and
         # a fixed file is another input, so only a new run reads it)
         raise CorpusInputError(f"{error} (fix the input, then start over with --force)") from None
+    except CorpusLimitError as error:  # (the input is good: once the limit is raised, the run goes on)
+        _stop(pool)
+        with contextlib.suppress(Exception):
+            checkpoint(done)
+        raise CorpusLimitError(f"{error} (the work so far is kept in {run.work}: continue with --resume)") from None
     except CorpusError:  # (a worker died: what came before is written, keep it for --resume)
         _stop(pool)
         with contextlib.suppress(Exception):
