@@ -29,8 +29,9 @@ them before and after its change, are in each case's label:
 - ``session appends``: a ``prompt_session`` appended 1, 4 or 16 characters at a time (a server
   adding each generated token's text), its ids after every append, on English, Chinese and one long
   piece, against tokenizers' one ``encode`` of the whole;
-- ``token_to_id`` of 10,000 random vocabulary tokens and added tokens (DeepSeek-V3 has 818), and
-  ``id_to_bytes`` against tokenizers' ``id_to_token``.
+- ``token_to_id`` of 10,000 random vocabulary tokens and added tokens (DeepSeek-V3 has 818), asked
+  again (answers remembered) and for the first time, and ``id_to_bytes`` against tokenizers'
+  ``id_to_token``.
 """
 
 from __future__ import annotations
@@ -229,6 +230,11 @@ def cases(data: Path, only: str) -> list[Case]:
             ids = [token_id for _, token_id in rng.sample(vocabulary, 10_000)]
             assert each(ours.token_to_id, tokens + contents) == each(ref.token_to_id, tokens + contents)
             out.append((f"token_to_id of vocabulary tokens {name}", partial(each, ours.token_to_id, tokens), partial(each, ref.token_to_id, tokens), None))
+
+            def forget(lookup: Any = ours.token_to_id) -> None:  # (the remembered answers: tokens never asked before)
+                lookup.memo, lookup.added = {}, None
+
+            out.append((f"token_to_id of vocabulary tokens, first time {name}", partial(each, ours.token_to_id, tokens), partial(each, ref.token_to_id, tokens), forget))
             out.append((f"token_to_id of added tokens {name}", partial(each, ours.token_to_id, contents), partial(each, ref.token_to_id, contents), None))
             out.append((f"id_to_bytes / id_to_token {name}", partial(each, ours.id_to_bytes, ids), partial(each, ref.id_to_token, ids), None))
     if only in ("", "session"):
