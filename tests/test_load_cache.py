@@ -203,12 +203,15 @@ def test_unwritable_or_disabled_cache(tmp_path: Path, data_dir: Path, monkeypatc
 def test_no_home_directory_or_a_relative_one_means_no_cache(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug hunt: with no home directory (HOME unset, a user without a passwd entry) every load
     raised "Could not determine home directory"; a relative XDG_CACHE_HOME put the cache under the
-    working folder (the XDG specification says to ignore it), and an empty HOME in "/.cache"."""
+    working folder (the XDG specification says to ignore it), and an empty HOME in "/.cache".
+    Another: a HOME that does not exist (``/nonexistent``) was made, with its .cache/peek2."""
     monkeypatch.delenv("PEEK2_CACHE_DIR", raising=False)
     monkeypatch.delenv("PEEK2_CACHE", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert load_cache.cache_dir() is None  # (a home that does not exist: /nonexistent of service accounts, where the cache made one)
+    (tmp_path / "home").mkdir()
     assert load_cache.cache_dir() == tmp_path / "home" / ".cache" / "peek2"
     monkeypatch.setenv("HOME", "")
     assert load_cache.cache_dir() is None

@@ -102,7 +102,9 @@ def cache_dir() -> Path | None:
             # hunt. "~/..." is the home directory, as set where no shell expands it: an earlier hunt.)
             if os.path.isabs(xdg) or xdg.startswith("~"):
                 base = xdg
-            elif os.environ.get("HOME") == "":
+            elif os.environ.get("HOME") == "" or not Path.home().is_dir():
+                # (a home that does not exist, as /nonexistent of service accounts, is none: the
+                # cache made /nonexistent/.cache/peek2 as root; a bug hunt)
                 return None
             else:
                 base = str(Path.home() / ".cache")
