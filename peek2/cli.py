@@ -42,6 +42,7 @@ import warnings
 from typing import IO, Iterable, Iterator, NoReturn
 
 import peek2
+from peek2.extras import package_hint
 from peek2.pretokenize.scanner import final_boundary
 from peek2.serving.streaming import StreamEncoder
 from peek2.tokenizer import Tokenizer
@@ -182,7 +183,7 @@ class _Progress:
             size = _input_size(sys.stdin.buffer)
         if size is None or size < PROGRESS_MIN:
             return
-        from tqdm import tqdm  # type: ignore[import-untyped]
+        from tqdm import tqdm
 
         self.bar = tqdm(total=size, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False)
 
@@ -493,7 +494,7 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
         # the package is missing.
         missing = next((name for name in _CORPUS_NEEDS if not _installed(name)), None)
         if missing is not None:
-            raise CliError(f"peek2 tokenize needs {missing}: pip install 'peek2[corpus]'") from None
+            raise CliError(f"peek2 tokenize needs {missing}: {package_hint(missing)}") from None
         raise _DependencyError(f"peek2 tokenize could not load {error.name or 'a module it needs'}, which is installed: {error} (is a limit such as ulimit -v set?)") from None
     try:
         stats = corpus.tokenize(
@@ -601,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         # (under an address-space limit its shared library could not be mapped: a traceback; a bug hunt).
         package = (error.name or "").split(".")[0]
         if package and not _installed(package):
-            print(f"peek2: this needs {package}: pip install 'peek2[corpus]'", file=sys.stderr)
+            print(f"peek2: this needs {package}: {package_hint(package)}", file=sys.stderr)
             return 2
         print(f"peek2: {package or 'a module'} is installed but failed to load ({_one_line(str(error))}): is a memory limit such as ulimit -v set?", file=sys.stderr)
         return 1

@@ -40,6 +40,7 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from peek2.bpe import huge_pages
+from peek2.extras import import_optional
 from peek2.bpe.decode import NO_WORDS, PlainDecode, ids_bytes, ids_texts, total_ids
 from peek2.bpe.engine_tables import engine_tables, largest_spec_id
 from peek2.bpe.growing_piece import LongPieces
@@ -707,7 +708,7 @@ class Tokenizer:
             ValueError: a text holds a lone surrogate, or ``dtype`` is not one of the above
                 (``"uint16"`` also when the vocabulary has ids of 65,536 and above).
         """
-        import numpy  # (an optional dependency: peek2[corpus])
+        numpy = import_optional("numpy", "encode_batch_flat")
 
         check_texts(texts, "encode_batch_flat")
         add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
@@ -735,7 +736,7 @@ class Tokenizer:
 
         It adds ``output_key``: each row's ids as an Arrow list of uint32, made from one flat array
         (no Python int or list a id). It pickles by this tokenizer's source, so ``num_proc``
-        workers each load the file once. Needs pyarrow (``peek2[corpus]``).
+        workers each load the file once. Needs pyarrow (peek2's ``corpus`` extra).
         """
         from peek2.corpus.batches import BatchFunction
 

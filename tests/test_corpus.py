@@ -1926,3 +1926,20 @@ def test_the_progress_bar_counts_megabytes_as_the_summary_does() -> None:
     progress.update(2_500_000, 10, 1_000)
     progress.bar.refresh()
     assert "2.50M/5.00M " in stream.getvalue(), stream.getvalue()
+
+
+def test_the_ray_engine_without_ray_is_refused_before_the_run(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: ``--engine ray`` where Ray is not installed said "pip install 'peek2[ray]' (fix
+    the input, then start over with --force)" and left a work folder, which the next run (local)
+    called an interrupted run. Refused before anything is written, naming what to install."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "ray" else real(name, *args))
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "Hello world"}\n', encoding="utf-8")
+    tok = tokenizer_path(data_dir, LLAMA)
+    with pytest.raises(CorpusError, match=r'^the ray engine needs Ray Data: pip install .*"ray\[data\]>=2.51" \(peek2\'s ray extra: pip install "\.\[ray\]" in a peek2 checkout\)$'):
+        peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "o" / "c", format="megatron", engine="ray", quiet=True)
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
+    assert peek2.corpus.tokenize(path, tokenizer=tok, output=tmp_path / "o" / "c", format="megatron", workers=1, quiet=True).documents == 1

@@ -14,6 +14,7 @@ from librt.strings import BytesWriter
 
 from peek2.argument_checks import plain_int
 from peek2.bpe.merger import as_flag
+from peek2.extras import import_optional
 from peek2.tokenizer import Tokenizer
 
 
@@ -32,7 +33,7 @@ def ids_column(
         ValueError: a text is null or not a str, or holds a lone surrogate (its row is named:
             ``rows[k]`` where the caller knows the rows' numbers, else its place in the batch).
     """
-    import pyarrow as pa
+    pa = import_optional("pyarrow", "batch_function")
 
     def row(k: int) -> str:
         return f"row {rows[k]}" if rows is not None else f"row {k} of the batch"

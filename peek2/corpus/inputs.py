@@ -28,6 +28,8 @@ from io import FileIO
 from collections.abc import Iterable
 from typing import IO, Any, Iterator
 
+from peek2.extras import package_hint
+
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 COMPRESSED = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz", ".bz2": "bzip2"}
 PARQUET_SUFFIXES = (".parquet",)
@@ -398,7 +400,7 @@ def _open_binary(source: Source) -> IO[bytes]:
             import zstandard
         except ImportError:
             raw.close()
-            raise CorpusInputError(f"{source.path}: reading .zst needs the zstandard package (pip install 'peek2[corpus]')") from None
+            raise CorpusInputError(f"{source.path}: reading .zst needs the zstandard package: {package_hint('zstandard')}") from None
         return _ZstdFrames(raw, zstandard)  # type: ignore[return-value]
     if source.compression == "xz":
         return _Unpacked(raw, lzma.LZMAFile(raw))  # type: ignore[return-value]

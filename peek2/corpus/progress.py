@@ -29,7 +29,7 @@ class Progress:
         self.done_bytes = 0
         self.bar: Any = None
         if mode == "bar":
-            from tqdm import tqdm  # type: ignore[import-untyped]
+            from tqdm import tqdm
 
             # (Decimal units: the lines' and the summary's MB; with 1024 the bar's "MB" were MiB.)
             self.bar = tqdm(total=total_bytes or None, unit="B", unit_scale=True, unit_divisor=1000, file=self.stream, desc="tokenize", dynamic_ncols=True)

@@ -31,6 +31,7 @@ import numpy
 
 from peek2.corpus.inputs import CorpusInputError, Cursor, Source, _one_line, unreadable
 from peek2.corpus.writers import Writer
+from peek2.extras import install_hint
 
 READ_CPUS = 0.25
 READ_RESERVE = 1.0
@@ -53,7 +54,7 @@ def ray_batches(
         import ray
         import ray.data
     except ImportError:
-        raise CorpusInputError("the ray engine needs Ray Data: pip install 'peek2[ray]'") from None
+        raise ImportError(f"the ray engine needs Ray Data: {install_hint('ray')}", name="ray") from None
     if quiet:  # (--quiet: errors only; Ray and Ray Data log their start and plan at INFO)
         import logging
 

@@ -22,6 +22,7 @@ import concurrent.futures
 import concurrent.futures.process
 import contextlib
 import functools
+import importlib.util
 import json
 import math
 import multiprocessing
@@ -45,6 +46,7 @@ from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit
 from peek2.corpus.inputs import Cursor, CorpusInputError, CorpusLimitError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
 from peek2.corpus.writers import WRITERS, Writer, publish, take_back, token_dtype
+from peek2.extras import install_hint
 from peek2.tokenizer import Tokenizer
 
 FORMATS = tuple(WRITERS)
@@ -294,6 +296,10 @@ def tokenize(
     if engine not in ("local", "ray"):
         raise CorpusError(f"engine must be 'local' or 'ray', not {engine!r}")
     if engine == "ray":
+        # (Before the work folder: a run without Ray said "fix the input", and left a work folder
+        # the next run called an interrupted run; a bug hunt.)
+        if importlib.util.find_spec("ray") is None:
+            raise CorpusError(f"the ray engine needs Ray Data: {install_hint('ray')}")
         _check_ray_address(ray_address)
     # The outputs of this prefix that an input folder or glob may hold (the prefix inside it):
     # never inputs (they were read as such, and a second run then refused; a bug hunt).

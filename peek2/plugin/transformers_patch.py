@@ -40,6 +40,7 @@ import warnings
 import weakref
 from typing import Any
 
+from peek2.extras import install_hint
 from peek2.pretokenize.families import UnsupportedPatternError
 from peek2.pretokenize.scanner import first_surrogate
 from peek2.plugin.pre_tokenizer import patch, patched_family, unpatch
@@ -111,12 +112,12 @@ def patch_transformers() -> None:
     """Make transformers' ``TokenizersBackend`` (Llama-3, Qwen2/2.5/3 fast tokenizers) use peek2.
 
     Raises:
-        ImportError: transformers is not installed (``pip install "peek2[transformers]"``).
+        ImportError: transformers is not installed (``pip install "transformers==5.23.0"``).
     """
     try:
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
     except ImportError:
-        raise ImportError('patch_transformers needs transformers: pip install "peek2[transformers]"') from None
+        raise ImportError(f"patch_transformers needs transformers: {install_hint('transformers')}") from None
     if "_encode_plus" in _ORIGINAL:
         return
     _EPOCH[0] += 1
