@@ -4,7 +4,7 @@ Reading a tokenizer file is most of a tokenizer's start-up: JSON, the byte-level
 every token and merge, the merge table and the whole-character tables (``EngineTables``). The
 result depends only on the file's bytes, how it is read (the loader and its options) and
 peek2's own code, so it is stored once under a name made of the sha256 of those bytes and
-options, and read back in one unpickling on every later load of the same content, from any
+options and of that code (``build_id``), and read back in one unpickling on every later load of the same content, from any
 path.
 
 - Where: ``$PEEK2_CACHE_DIR``, else the platform's user cache directory (``$XDG_CACHE_HOME`` or
@@ -14,7 +14,8 @@ path.
   9 MB Llama-3 file), and a file that changes while it is read is read again (``load``).
 - Valid only for the same peek2: an entry starts with a header naming the format, peek2's
   version, Python's version and the size and time of peek2's modules that build the tables; any
-  other header, a truncated, unreadable or corrupt entry (its length and CRC-32 follow the
+  other header (another build's entry has another name: two installs in turn keep one each, and
+  at most two builds' entries of a file are kept), a truncated, unreadable or corrupt entry (its length and CRC-32 follow the
   header), or an unwritable directory means the file is parsed as without a cache (and the entry rewritten when it can be). Entries are written to a
   temporary name and renamed, so a crash or a concurrent load never leaves half an entry; the
   temporary file of a process killed while writing is removed by a later write (after an hour).
@@ -56,9 +57,9 @@ from typing import NamedTuple
 from peek2.spec import RankedMerges, TokenizerFormatError, TokenizerSpec
 from peek2.bpe.engine_tables import EngineTables, engine_tables
 
-FORMAT = 4
+FORMAT = 5
 """Raised when what an entry holds changes shape (3: a checksum line after the header; 4: the
-content's digest on that line)."""
+content's digest on that line; 5: the entry's name, with the build's, on that line)."""
 
 # The modules whose code decides what an entry holds.
 _BUILDERS = (
@@ -166,8 +167,8 @@ def load(files: Sequence[str | os.PathLike[str]], options: str, build: Callable[
     for _ in range(READS):
         stamps = tuple(file_stamp(path) for path in paths)
         digest = _digest(files, options)
-        entry = directory / f"{digest}.tables" if directory is not None else None
-        found = _read(entry, digest) if entry is not None else None
+        entry = directory / f"{digest}.{build_id()}.tables" if directory is not None else None
+        found = _read(entry) if entry is not None else None
         if found is not None:
             spec, tables = found
             return Loaded(dataclasses.replace(spec, source=os.fspath(files[0])), tables, paths, stamps, digest, options)
@@ -262,7 +263,15 @@ def header() -> bytes:
     return _header
 
 
-def _read(entry: Path, digest: str) -> tuple[TokenizerSpec, EngineTables] | None:
+def build_id() -> str:
+    """The header's hash, in an entry's name: two installs of peek2 (a project's venv and a
+    notebook's, a compiled and a pure build) each read their own entry of a file, where they
+    rewrote one name in turn and each load of the other parsed the file again (0.3 -> 0.96 s for
+    Qwen3's; a bug hunt)."""
+    return hashlib.sha256(header()).hexdigest()[:16]
+
+
+def _read(entry: Path) -> tuple[TokenizerSpec, EngineTables] | None:
     # The collector paused while the merges are unpickled: their pair tuples then stay in the
     # youngest generation in the order they were made, before the tuple that holds them, and the
     # first collection stops tracking all of them (tokenizer.py's notes on memory). A collection
@@ -279,7 +288,7 @@ def _read(entry: Path, digest: str) -> tuple[TokenizerSpec, EngineTables] | None
             if handle.readline(256) != header():
                 return None
             size, checksum, written_for = handle.readline(256).split()
-            if written_for.decode() != digest:  # (an entry copied to another's name loaded as it; a bug hunt)
+            if written_for.decode() != entry.stem:  # (an entry copied to another's name loaded as it; a bug hunt)
                 return None
             payload = handle.read()
             _used(entry, os.fstat(handle.fileno()).st_mtime)
@@ -322,11 +331,14 @@ def _used(entry: Path, mtime: float) -> None:
 
 
 def _prune(directory: Path, kept: Path) -> None:
-    """Remove the entries not read for ``UNUSED_DAYS``, then the least recently read beyond
-    ``MAX_ENTRIES`` (never ``kept``, the one just written). Only entries' own names are touched:
-    the directory may be shared."""
+    """Remove the entries not read for ``UNUSED_DAYS``, those of ``kept``'s file by other builds
+    but the most recently read one (two installs in turn keep theirs; each rebuild of a
+    developer's peek2 made a new one), then the least recently read beyond ``MAX_ENTRIES`` (never
+    ``kept``, the one just written). Only entries' own names are touched: the directory may be
+    shared."""
     now = time.time()
     found: list[tuple[float, Path]] = []
+    same_file: list[tuple[float, Path]] = []
     for path in directory.glob("*.tables"):
         if not _ENTRY.fullmatch(path.name) or path == kept:
             continue
@@ -334,10 +346,19 @@ def _prune(directory: Path, kept: Path) -> None:
             mtime = path.stat().st_mtime
             if now - mtime > UNUSED_DAYS * 86400:
                 path.unlink()
+            elif path.name[:64] == kept.name[:64]:
+                same_file.append((mtime, path))
             else:
                 found.append((mtime, path))
         except OSError:  # (another process removed it first)
             pass
+    same_file.sort()
+    for _, path in same_file[:-1]:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    found += same_file[-1:]
     found.sort()
     for _, path in found[: max(0, len(found) + 1 - MAX_ENTRIES)]:
         try:
@@ -346,7 +367,7 @@ def _prune(directory: Path, kept: Path) -> None:
             pass
 
 
-_ENTRY = re.compile(r"[0-9a-f]{64}\.tables")
+_ENTRY = re.compile(r"[0-9a-f]{64}(\.[0-9a-f]{16})?\.tables")  # (without the build: FORMAT 4's, pruned as others)
 
 
 def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
@@ -369,7 +390,7 @@ def _write(entry: Path, spec: TokenizerSpec, tables: EngineTables) -> None:
         pass
 
 
-_TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.[0-9a-z_]+\.tmp")
+_TEMPORARY = re.compile(r"\.[0-9a-f]{64}(\.[0-9a-f]{16})?\.[0-9a-z_]+\.tmp")
 """The name of a temporary entry (``_write``): nothing else in the directory is removed, which may
 be shared ("/tmp", a project's folder: other programs' ``.*.tmp`` files went too; a bug hunt)."""
 
