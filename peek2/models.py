@@ -452,9 +452,10 @@ def _from_package(model: NamedModel, packaged: PackagedFile) -> ModelSource:
     try:
         distribution = metadata.distribution(packaged.distribution)
     except metadata.PackageNotFoundError:
+        # (A model of no hub repository, tiktoken's rank files: "has none of , and package ..."; a bug hunt.)
+        hub = f", the HuggingFace cache {hub_cache_dir()} has none of {', '.join(model.hub_repos)}," if model.hub_repos else ""
         raise ModelNotFoundError(
-            f"no tokenizer found for model {model.name!r}: ${env_var(model.name)} is unset, the HuggingFace "
-            f"cache {hub_cache_dir()} has none of {', '.join(model.hub_repos)}, and package "
+            f"no tokenizer found for model {model.name!r}: ${env_var(model.name)} is unset{hub} and package "
             f"{packaged.distribution} is not installed: {hint}"
         ) from None
     if distribution.version != packaged.version:

