@@ -501,3 +501,72 @@ def test_apply_chat_template_takes_the_standalone_path(data_dir: Path, patched_t
         got = patched.apply_chat_template(chat, tokenize=True, return_dict=True, **kwargs)
         assert took_the_standalone_path(got), kwargs
         assert dict(got) == dict(expected), kwargs
+
+
+CHANGES_WHILE_ENCODING = """
+import random, sys, threading, time
+import peek2
+from transformers import AutoTokenizer
+peek2.patch_transformers()
+tok = AutoTokenizer.from_pretrained(sys.argv[1])
+texts = ["Hello world %d 漢字 <think>x</think> " % i * 20 for i in range(64)]
+expected = tok(texts[:4], return_offsets_mapping=True)["offset_mapping"]
+if sys.argv[2] == "unpatched":  # (the backend took the plugin while patched)
+    peek2.unpatch_transformers()
+stop = time.time() + 2
+wrong = []
+def encode(seed):
+    rng = random.Random(seed)
+    while time.time() < stop:
+        got = tok(texts[:4], return_offsets_mapping=True, split_special_tokens=rng.random() < 0.5)["offset_mapping"]
+        # (add_eos_token may have put an end token after each row)
+        wrong.extend(k for k, (row, want) in enumerate(zip(got, expected)) if row[: len(want)] != want or len(row) > len(want) + 1)
+def change():
+    k = 0
+    while time.time() < stop:
+        k += 1
+        tok.add_tokens([f"<z{k}>"])
+        tok.add_eos_token = bool(k % 2)
+threads = [threading.Thread(target=encode, args=(seed,)) for seed in range(2)]
+if sys.argv[2] == "patched":
+    threads.append(threading.Thread(target=change))
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+print("done", len(wrong))
+"""
+
+
+@pytest.mark.parametrize("state", ["patched", "unpatched"])
+def test_a_backend_changed_or_unpatched_while_threads_encode_does_not_hang(data_dir: Path, state: str) -> None:
+    """A bug hunt: with the plugin in the backend, a thread adding tokens (``add_tokens``) or
+    setting ``add_eos_token`` while another's call encoded with offsets hung the process; so did
+    threads calling a tokenizer unpatched after a patched call (the backend kept the plugin, and
+    transformers' own calls take no lock). The changes now take the backend's lock, and unpatching
+    gives each backend its own pre-tokenizer back. (The timeout turns a hang into a failure.)"""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", CHANGES_WHILE_ENCODING, str(data_dir / "tokenizers" / "qwen3"), state], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["done", "0"]
+
+
+def test_flags_that_are_not_bools_behave_as_unpatched(data_dir: Path, patched_transformers: None) -> None:
+    """A bug hunt: ``split_special_tokens=0`` (equal to the backend's False, which transformers then
+    leaves alone) raised TypeError in the plain path, and ``is_split_into_words=0``, which
+    transformers refuses, was answered by it."""
+    folder = str(data_dir / "tokenizers" / "qwen3")
+    reference, patched = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    text = "a <|im_end|> b"
+    peek2.unpatch_transformers()
+    try:
+        expected = [(dict(reference(text, split_special_tokens=flag)), reference.encode(text, split_special_tokens=flag)) for flag in (0, 0.0)]
+        with pytest.raises(TypeError):
+            reference(["a b"], is_split_into_words=0)
+    finally:
+        peek2.patch_transformers()
+    assert [(dict(patched(text, split_special_tokens=flag)), patched.encode(text, split_special_tokens=flag)) for flag in (0, 0.0)] == expected
+    with pytest.raises(TypeError):
+        patched(["a b"], is_split_into_words=0)

@@ -128,6 +128,8 @@ def patch_transformers() -> None:
     original_call = TokenizersBackend.__call__
     original_add_tokens = TokenizersBackend._add_tokens
     original_tokenize = TokenizersBackend.tokenize
+    original_update_post_processor = TokenizersBackend.update_post_processor
+    _ORIGINAL["update_post_processor"] = original_update_post_processor
     _ORIGINAL["_encode_plus"] = original
     _ORIGINAL["tokenize"] = original_tokenize
     _ORIGINAL["__call__"] = original_call
@@ -176,8 +178,16 @@ def patch_transformers() -> None:
             _NEEDS_ENCODINGS.reset(token)
 
     def _add_tokens(self: Any, new_tokens: Any, special_tokens: bool = False) -> Any:
+        # (Under the backend's lock, as every change of it: a thread adding tokens while another's
+        # call encoded with the plugin hung both; a bug hunt. Unpatched it runs.)
         backend = getattr(self, "_tokenizer", None)
-        if backend is not None and not backend.__dict__.get(_READDED) and _special_added_as_normal(backend, new_tokens, special_tokens):
+        if backend is None:
+            return original_add_tokens(self, new_tokens, special_tokens)
+        with _backend_lock(backend):
+            return _add_tokens_held(self, backend, new_tokens, special_tokens)
+
+    def _add_tokens_held(self: Any, backend: Any, new_tokens: Any, special_tokens: bool) -> Any:
+        if not backend.__dict__.get(_READDED) and _special_added_as_normal(backend, new_tokens, special_tokens):
             # tokenizers keeps a special token's content added again as a normal token in its set
             # of special tokens, while its saved form (which peek2 reads) calls it normal: "ar"
             # added as special, then as a token, and ``tok("start", split_special_tokens=True)``
@@ -190,17 +200,29 @@ def patch_transformers() -> None:
         finally:
             # A new fingerprint for every wrapper of this backend (copy.copy shares it): rebuilt
             # at their next call. Counted after the add, so no engine is kept without the tokens.
-            if backend is not None:
-                backend.__dict__[_ADDED] = backend.__dict__.get(_ADDED, 0) + 1
+            backend.__dict__[_ADDED] = backend.__dict__.get(_ADDED, 0) + 1
+
+    def update_post_processor(self: Any) -> Any:
+        # (add_bos_token / add_eos_token set the backend's post-processor: the same hang as above)
+        backend = getattr(self, "_tokenizer", None)
+        if backend is None:
+            return original_update_post_processor(self)
+        with _backend_lock(backend):
+            return original_update_post_processor(self)
 
     TokenizersBackend._encode_plus = _encode_plus
     TokenizersBackend.__call__ = __call__
     TokenizersBackend._add_tokens = _add_tokens
     TokenizersBackend.tokenize = tokenize
+    TokenizersBackend.update_post_processor = update_post_processor
 
 
 def unpatch_transformers() -> None:
-    """Undo ``patch_transformers``: new calls use transformers' own path (backends stay patched, same results)."""
+    """Undo ``patch_transformers``: new calls use transformers' own path, and the backends their
+    own pre-tokenizers again (same results).
+
+    (A backend left with the plugin met transformers' own calls, which take no lock: threads
+    calling an unpatched tokenizer with offsets hung as before the backend's lock; a bug hunt.)"""
     original = _ORIGINAL.pop("_encode_plus", None)
     if original is not None:
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
@@ -208,6 +230,7 @@ def unpatch_transformers() -> None:
         TokenizersBackend._encode_plus = original
         TokenizersBackend._add_tokens = _ORIGINAL.pop("_add_tokens")
         TokenizersBackend.tokenize = _ORIGINAL.pop("tokenize")
+        TokenizersBackend.update_post_processor = _ORIGINAL.pop("update_post_processor")
         _ORIGINAL.pop("__call__")
         _ORIGINAL.pop("set_truncation_and_padding")
         own_call = _ORIGINAL.pop("own __call__")
@@ -215,6 +238,11 @@ def unpatch_transformers() -> None:
             del TokenizersBackend.__call__  # the base class's again
         else:
             TokenizersBackend.__call__ = own_call
+        with _LOCKING:
+            backends = list(_LOCKED)
+        for backend in backends:
+            with _backend_lock(backend):  # (not in the middle of a call that encodes with it)
+                unpatch(backend)
 
 
 def is_transformers_patched() -> bool:
@@ -467,7 +495,8 @@ def _is_plain(self: Any, text: Any, kwargs: dict[str, Any]) -> bool:
     for key, value in kwargs.items():
         if key in _PLAIN:
             allowed = _PLAIN[key]
-            if value not in (allowed if isinstance(allowed, tuple) else (allowed,)):
+            # (identity: is_split_into_words=0 is refused by transformers' path, where == False took the plain one; a bug hunt)
+            if not any(value is plain for plain in (allowed if isinstance(allowed, tuple) else (allowed,))):
                 return False
         elif key == "padding_strategy":
             if value != PaddingStrategy.DO_NOT_PAD:
@@ -505,7 +534,10 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
     if split_special_tokens is None:
         split_special_tokens = self.split_special_tokens
     if backend.encode_special_tokens != split_special_tokens:
-        backend.encode_special_tokens = split_special_tokens
+        backend.encode_special_tokens = split_special_tokens  # (tokenizers refuses what is not a bool, as unpatched)
+    # (0 equal to the backend's False is left there unchecked, as transformers leaves it: the
+    # engine, which takes only a bool, raised TypeError; a bug hunt)
+    split_special_tokens = bool(split_special_tokens)
     add_special_tokens = kwargs.get("add_special_tokens", True)
     mask = kwargs.get("return_attention_mask")
     if mask is None:
