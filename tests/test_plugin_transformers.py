@@ -570,3 +570,32 @@ def test_flags_that_are_not_bools_behave_as_unpatched(data_dir: Path, patched_tr
     assert [(dict(patched(text, split_special_tokens=flag)), patched.encode(text, split_special_tokens=flag)) for flag in (0, 0.0)] == expected
     with pytest.raises(TypeError):
         patched(["a b"], is_split_into_words=0)
+
+
+def test_copies_and_settings_set_back_reuse_the_engine(data_dir: Path, patched_transformers: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug hunt: every new transformers object of a tokenizer (``copy.copy``, ``deepcopy``,
+    unpickling, another load of the folder) and every change of it made peek2's engine again from
+    the backend's JSON, 1-2.5 s each, also for ``add_eos_token`` set back to what it was. The
+    engines last made are kept by the backend's saved form and live added tokens."""
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    tok, reference = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    made: list[int] = []
+    real = transformers_patch.Tokenizer.from_str
+
+    def counted(text: str) -> Any:
+        made.append(1)
+        return real(text)
+
+    monkeypatch.setattr(transformers_patch.Tokenizer, "from_str", staticmethod(counted))
+    monkeypatch.setattr(transformers_patch, "_ENGINES", type(transformers_patch._ENGINES)())
+    expected = dict(unpatched(reference, "Hello world"))
+    assert dict(tok("Hello world")) == expected and len(made) == 1
+    for other in (copy.copy(tok), copy.deepcopy(tok), pickle.loads(pickle.dumps(tok)), AutoTokenizer.from_pretrained(folder)):
+        assert dict(other("Hello world")) == expected
+    assert len(made) == 1
+    answers = []
+    for value in (True, False, True):  # (the post-processor transformers makes each time: the same ids unpatched)
+        tok.add_eos_token = reference.add_eos_token = value
+        answers.append((dict(tok("Hello world")), dict(unpatched(reference, "Hello world"))))
+    assert answers[0] == answers[2] and all(got == want for got, want in answers)
+    assert len(made) == 3  # (True, then False: new engines; True again: the first one)

@@ -31,8 +31,10 @@ the first call, are not seen.
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import dataclasses
+import hashlib
 import json
 import os
 import threading
@@ -289,18 +291,20 @@ def _engine(self: Any) -> Tokenizer | None:
         if patched_family(backend) is None:
             patch(backend)
             patched_here = True
-        with warnings.catch_warnings(record=True) as caught:  # (ids the file's numbering moves: the live ones are taken below)
-            warnings.simplefilter("always")
-            engine = Tokenizer.from_str(_saved_form(backend))
-        if any(issubclass(w.category, AmbiguousAddedTokensWarning) for w in caught):
-            # Added tokens equal once normalized ("\u00e9" and "e\u0301" with NFC): the backend
-            # matches one or the other from one process to the next, where peek2 matches the
-            # first, so only the backend's own path gives this process's answer (a bug hunt: "d\u00e9"
-            # gave 151650 where transformers gave 165 in the same process, and .tokens() of the
-            # lazily made encodings raised).
-            engine = None
+        saved = _saved_form(backend)
+        key = (hashlib.sha256(saved.encode("utf-8")).digest(), tuple(sorted((i, t.content) for i, t in backend.get_added_tokens_decoder().items())))
+        with _LOCKING:
+            known = _ENGINES.get(key, _ENGINES)
+            if known is not _ENGINES:
+                _ENGINES.move_to_end(key)
+        if known is not _ENGINES:
+            engine = known  # type: ignore[assignment]
         else:
-            engine = _with_live_ids(engine, backend)
+            engine = _new_engine(saved, backend)
+            with _LOCKING:
+                _ENGINES[key] = engine
+                while len(_ENGINES) > ENGINES_KEPT:
+                    _ENGINES.popitem(last=False)
     except _Unsaveable:
         if patched_here:
             unpatch(backend)  # left alone, as it was
@@ -309,6 +313,28 @@ def _engine(self: Any) -> Tokenizer | None:
         engine = None
     _STATE[self] = (fingerprint, engine)
     return engine
+
+
+def _new_engine(saved: str, backend: Any) -> Tokenizer | None:
+    with warnings.catch_warnings(record=True) as caught:  # (ids the file's numbering moves: the live ones are taken below)
+        warnings.simplefilter("always")
+        engine = Tokenizer.from_str(saved)
+    if any(issubclass(w.category, AmbiguousAddedTokensWarning) for w in caught):
+        # Added tokens equal once normalized ("\u00e9" and "e\u0301" with NFC): the backend
+        # matches one or the other from one process to the next, where peek2 matches the
+        # first, so only the backend's own path gives this process's answer (a bug hunt: "d\u00e9"
+        # gave 151650 where transformers gave 165 in the same process, and .tokens() of the
+        # lazily made encodings raised).
+        return None
+    return _with_live_ids(engine, backend)
+
+
+# The engines last made, by the backend's saved form and live added tokens: a copy of a tokenizer
+# (copy.copy, deepcopy, unpickling: a new transformers object), add_eos_token set back, or another
+# load of the same folder made its engine again, 1-2.5 s each (a bug hunt). An engine depends on
+# nothing else, and is shared safely (it is immutable).
+ENGINES_KEPT = 3
+_ENGINES: collections.OrderedDict[tuple[bytes, tuple[tuple[int, str], ...]], Tokenizer | None] = collections.OrderedDict()
 
 
 class _Unsaveable(NotImplementedError):
