@@ -23,7 +23,7 @@ EXTRA_OF_PACKAGE = {"numpy": "corpus", "pyarrow": "corpus", "zstandard": "corpus
 
 
 def install_hint(extra: str) -> str:
-    """``pip install "numpy>=1.24" ... (peek2's corpus extra: pip install ".[corpus]" in its checkout)``."""
+    """``pip install "numpy>=1.24" ... (peek2's corpus extra: pip install ".[corpus]" in a peek2 checkout)``."""
     packages = " ".join(f'"{requirement}"' for requirement in EXTRAS[extra])
     return f'pip install {packages} (peek2\'s {extra} extra: pip install ".[{extra}]" in a peek2 checkout)'
 
