@@ -670,6 +670,8 @@ class Tokenizer:
         self, texts: Iterable[str], add_special_tokens: bool = True, *, split_special_tokens: bool = False
     ) -> list[list[int]]:
         """``[encode(text) for text in texts]``."""
+        if type(texts) is list and not texts and type(add_special_tokens) is bool and type(split_special_tokens) is bool:
+            return []  # (the checks below cost 1.3 us, 2.1x tokenizers' empty call; a bug hunt)
         check_texts(texts, "encode_batch")
         # (checked here: a bad flag was blamed on texts[0], and not seen at all in an empty batch)
         add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
@@ -953,6 +955,8 @@ class Tokenizer:
 
     def decode_batch(self, batch: Iterable[Iterable[SupportsIndex]], skip_special_tokens: bool = True) -> list[str]:
         """``[decode(ids) for ids in batch]``."""
+        if type(batch) is list and not batch and type(skip_special_tokens) is bool:
+            return []  # (the checks below cost 0.9-1.3 us, 3-3.7x tokenizers' empty call; a bug hunt)
         if isinstance(batch, (set, frozenset, dict)) or not isinstance(batch, Iterable):
             # (a set or a dict has no order to give the texts in, as decode refuses one of ids:
             # the texts came back in hash order; tokenizers refuses them too)
