@@ -444,7 +444,12 @@ class Tokenizer:
         """Build from the text of a ``tokenizer.json``."""
         if not isinstance(json_text, str):
             raise TypeError(f"json_text must be str, not {type(json_text).__name__}")
-        return cls(hf_json.load_str(json_text), cache_size=cache_size)
+        from peek2.formats import load_cache
+
+        # (kept in the load cache as a file's load is: the transformers patch makes its engine
+        # from the backend's JSON in every process, 1.0 s of its 1.25 s first call)
+        loaded = load_cache.load_text(json_text, "tokenizer.json text", lambda: hf_json.load_str(json_text))
+        return cls(loaded.spec, cache_size=cache_size, _loaded=loaded)
 
     # ==== Encoding ====
 

@@ -336,3 +336,30 @@ def test_two_installs_in_turn_each_read_their_own_entry(cache: Path, data_dir: P
     with monkeypatch.context() as patch:
         no_parse(patch)
         assert Tokenizer.from_file(path).encode(TEXT) == expected
+
+
+def test_from_str_is_kept_as_a_files_load_is(cache: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``from_str`` parsed the text at every call: the transformers patch, which makes its engine
+    from the backend's JSON, paid 1.0 s of its 1.25 s first call in every process. The text's
+    load is kept in the cache as a file's is: the same text is read back, another is parsed."""
+    path = data_dir / "tokenizers" / "qwen3" / "tokenizer.json"
+    text = path.read_text(encoding="utf-8")
+    expected = Reference.from_str(text).encode(TEXT).ids
+    first = Tokenizer.from_str(text)
+    assert first.encode(TEXT) == expected and first.spec.source == "<string>"
+    assert len(entries(cache)) == 1
+    with monkeypatch.context() as patch:
+
+        def refuse(json_text: str) -> None:
+            raise AssertionError("parsed again: the cache was not used")
+
+        patch.setattr(peek2.formats.hf_json, "load_str", refuse)
+        again = Tokenizer.from_str(text)
+        assert again.encode(TEXT) == expected and again.spec.source == "<string>"
+        assert again.encode_with_offsets(TEXT) == first.encode_with_offsets(TEXT)
+    other = json.loads(text)
+    other["added_tokens"] = other["added_tokens"][:-1]  # (another text: parsed, a second entry)
+    assert Tokenizer.from_str(json.dumps(other)).encode(TEXT) == Reference.from_str(json.dumps(other)).encode(TEXT).ids
+    assert len(entries(cache)) == 2
+    Tokenizer.from_file(path)  # (a file's load of the same bytes has its own entry: another source and reading)
+    assert len(entries(cache)) == 3
