@@ -5,7 +5,7 @@ every token and merge, the merge table and the whole-character tables (``EngineT
 result depends only on the file's bytes, how it is read (the loader and its options) and
 peek2's own code, so it is stored once under a name made of the sha256 of those bytes and
 options and of that code (``build_id``), and read back in one unpickling on every later load of the same content, from any
-path.
+path (a text given to ``Tokenizer.from_str`` too: ``load_text``).
 
 - Where: ``$PEEK2_CACHE_DIR``, else the platform's user cache directory (``$XDG_CACHE_HOME`` or
   ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows) under
