@@ -89,6 +89,14 @@ def test_unknown_family_lists_families() -> None:
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(("encoding", "family"), [("o200k_base", "o200k"), ("o200k_harmony", "o200k"), ("cl100k_base", "cl100k"), ("r50k_base", "gpt2")])
+def test_tiktoken_encoding_name_as_pattern_names_its_family(encoding: str, family: str) -> None:
+    # (it was "unknown pattern family 'o200k_base'", the family it means left for the user to guess)
+    with pytest.raises(peek2.UnsupportedPatternError, match=f"'{encoding}' is a tiktoken encoding, not a pattern family: its pattern is the family '{family}'"):
+        peek2.split("x", encoding)
+    peek2.split("x", family)
+
+
 def test_unsupported_pattern_names_the_difference() -> None:
     # tiktoken's own cl100k string splits "  \n  " differently from the HF form: refused, not approximated.
     tiktoken_cl100k = (

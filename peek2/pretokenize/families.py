@@ -273,6 +273,12 @@ def find_family(pattern_or_name: str) -> Family:
     if family is not None:
         return family
     names = ", ".join(FAMILIES)
+    if pattern_or_name in TIKTOKEN_ENCODINGS:  # (refused as unknown, the family it means unsaid)
+        family_name = TIKTOKEN_ENCODINGS[pattern_or_name]
+        raise UnsupportedPatternError(
+            f"{pattern_or_name!r} is a tiktoken encoding, not a pattern family: its pattern is the family "
+            f"{family_name!r} (pass that name; Tokenizer.from_tiktoken takes the encoding's name too)"
+        )
     if len(pattern_or_name) < 16 and "\\" not in pattern_or_name:
         raise UnsupportedPatternError(f"unknown pattern family {pattern_or_name!r}; supported families: {names}")
     tiktoken = _BY_TIKTOKEN_ONLY.get(pattern_or_name)
