@@ -205,7 +205,8 @@ def _tokenizer(args: argparse.Namespace) -> Tokenizer:
             if not args.tokenizer:
                 raise CliError("--tokenizer: an empty path")
             if os.path.isdir(args.tokenizer):  # (a folder holding one, as --model and tokenize take it)
-                if not os.path.isfile(os.path.join(args.tokenizer, "tokenizer.json")):
+                gpt2_files = [os.path.join(args.tokenizer, name) for name in ("encoder.json", "vocab.bpe")]
+                if not os.path.isfile(os.path.join(args.tokenizer, "tokenizer.json")) and not all(map(os.path.isfile, gpt2_files)):
                     from pathlib import Path
 
                     from peek2.models import folder_without_tokenizer_json

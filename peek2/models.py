@@ -362,6 +362,13 @@ def _explicit_path(name: str) -> ModelSource:
             f"{name}: a tiktoken rank file has no pattern or added tokens of its own: set "
             f"PEEK2_MODEL_<NAME> to it for a known model ({', '.join(_rank_file_models())})"
         )
+    gpt2_pair = (path / "encoder.json", path / "vocab.bpe")
+    if path.is_dir() and not (path / "tokenizer.json").is_symlink() and not (path / "tokenizer.json").exists():
+        # OpenAI's own names are GPT-2's files and nothing else (vocab.json + merges.txt may be
+        # RoBERTa's or another's, whose added tokens and post-processor live in other files: those
+        # stay refused, with the call that reads them). It was refused with that call, from the CLI too.
+        if all(file.is_file() for file in gpt2_pair):
+            return ModelSource(name, "gpt2 files", gpt2_pair[0], "path", merges_path=gpt2_pair[1])
     return ModelSource(name, "tokenizer.json", _tokenizer_json(path, name), "path")
 
 

