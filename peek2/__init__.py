@@ -132,7 +132,7 @@ COMPILED: bool = all([_is_extension(name) for name in COMPILED_MODULES])  # (imp
 
 
 def _warn_slow_twin() -> None:
-    """Say once that the uncompiled modules run, unless PEEK2_PURE=1 asked for them.
+    """Say once that the uncompiled modules run, unless PEEK2_PURE=1 or a PEEK2_PURE_BUILD=1 install asked for them.
 
     The usual cause: Python started in a source checkout, whose ``peek2/`` comes first on sys.path,
     while the compiled build is installed elsewhere (``pip install .``).
@@ -144,6 +144,8 @@ def _warn_slow_twin() -> None:
     hint = "build the extensions (pip install -e .), or set PEEK2_PURE=1 to run the pure modules on purpose"
     try:
         distribution = metadata.distribution("peek2")
+        if "Root-Is-Purelib: true" in (distribution.read_text("WHEEL") or ""):
+            return  # a build without extensions, PEEK2_PURE_BUILD=1's: chosen (it warned at every import)
         built = [f for f in distribution.files or () if str(f).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
         if built:
             installed = os.path.dirname(os.path.abspath(str(distribution.locate_file(built[0]))))

@@ -451,7 +451,7 @@ def test_streaming_a_transcript_linear(qwen3_files: tuple[Tokenizer, tokenizers.
 
 def test_uncompiled_import_warns_once(tmp_path: Path) -> None:
     """Item 16: Python started in a source tree imported the uncompiled modules (about 50x slower)
-    silently; it warns once, and not when PEEK2_PURE=1 asks for them."""
+    silently; it warns once, and not when PEEK2_PURE=1 or a PEEK2_PURE_BUILD=1 install asks for them."""
     import os
     import shutil
     import subprocess
@@ -470,6 +470,15 @@ def test_uncompiled_import_warns_once(tmp_path: Path) -> None:
     assert chosen.returncode == 0 and chosen.stderr == ""
     compiled = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, env=environment)
     assert compiled.returncode == 0 and compiled.stdout == f"{peek2.COMPILED}\n"
+    # Installed by PEEK2_PURE_BUILD=1 pip install: the wheel is pure (Root-Is-Purelib: true, as
+    # setuptools writes it for a build without extensions). Chosen: it warned at every import.
+    info = tmp_path / "peek2-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.4\nName: peek2\nVersion: 0.1.0\n", encoding="utf-8")
+    (info / "WHEEL").write_text("Wheel-Version: 1.0\nGenerator: setuptools\nRoot-Is-Purelib: true\nTag: py3-none-any\n", encoding="utf-8")
+    (info / "RECORD").write_text("", encoding="utf-8")
+    pure_build = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=tmp_path, capture_output=True, text=True, env=environment)
+    assert pure_build.returncode == 0 and pure_build.stdout == "False\n" and pure_build.stderr == "", pure_build.stderr
 
 
 def test_rejected_chunk_changes_nothing(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
