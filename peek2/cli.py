@@ -503,6 +503,12 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
             **{name: getattr(args, name) for name in _TOKENIZE_OPTIONS},
             progress="lines" if args.progress_lines else "auto",
         )
+    except KeyboardInterrupt:
+        if not os.path.isdir(f"{args.output}.peek2-work"):
+            raise
+        # (it said "interrupted", which left the user to find that the work is kept and how to use it)
+        print("peek2: interrupted; the work is kept: the same command with --resume goes on from its last checkpoint", file=sys.stderr)
+        return 130
     except (corpus.CorpusOutputError, corpus.CorpusLimitError) as error:
         raise OutputError(str(error)) from None
     except (corpus.CorpusError, corpus.CorpusInputError) as error:
@@ -533,7 +539,11 @@ def _tokenize_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help=".jsonl[.gz|.zst|.xz|.bz2], .parquet, .txt, a folder, a glob, or a saved datasets dataset")
     parser.add_argument("--tokenizer", required=True, help="a tokenizer.json, a folder holding one, or a named model")
     parser.add_argument("--output", required=True, metavar="PREFIX", help="prefix of the output files (folders are made)")
-    parser.add_argument("--format", required=True, choices=["megatron", "llmc", "parquet"])
+    parser.add_argument(
+        "--format", required=True, choices=["megatron", "llmc", "parquet"],
+        help="megatron: PREFIX_text_document.bin/.idx (Megatron-Core's indexed dataset); llmc: PREFIX_000000.bin, ... "
+        "(llm.c's shards); parquet: PREFIX.parquet",
+    )
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: every core)")
     parser.add_argument("--text-key", default="text", help="JSON field or column holding the text (default: text)")
     parser.add_argument("--append-eos", action="store_true", help="end every non-empty document with the end-of-text token (Megatron's --append-eod, whose token is the model config's eos_token: see --eos-token)")
@@ -658,7 +668,13 @@ def _main(argv: list[str] | None) -> int:
     tokenize = commands.add_parser(
         "tokenize",
         help="tokenize a corpus into training files (Megatron .bin/.idx, llm.c shards, Parquet)",
-        description="Tokenize a corpus on every core into the files training stacks read; see docs/corpus.md.",
+        description="Tokenize a corpus on every core into the files training stacks read.",
+        # (it sent the reader to docs/corpus.md, which an installed peek2 does not have)
+        epilog="Work in progress lives in PREFIX.peek2-work/, and an output gets its final name only when complete; "
+        "PREFIX.summary.json, written last, says the run is done. After a crash or an interrupt, the same "
+        "command with --resume goes on from the last checkpoint. Exit status: 0 done, 1 a limit of the machine "
+        "or an output that cannot be written, 2 bad usage or input (or a worker process that died), 130 interrupted; "
+        "after 1, 130 and a worker's death the work is kept for --resume.",
     )
     _tokenize_options(tokenize)
     tokenize.set_defaults(run=_tokenize)

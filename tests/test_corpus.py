@@ -582,6 +582,28 @@ def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir:
     assert {k[1:]: v for k, v in files_bytes(tmp_path, "o_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
 
 
+def test_an_interrupted_run_says_how_to_go_on(tmp_path: Path, data_dir: Path) -> None:
+    """Ctrl-C in a run said "peek2: interrupted", leaving the user to find that the work is kept
+    and how to use it; it says so (status 130), and --resume finishes with a whole run's bytes."""
+    path = tmp_path / "c.jsonl"
+    _mixed_corpus(path, 20000)
+    cli = _cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"), "--format", "megatron", "--workers", "2", "--quiet")
+    child = subprocess.Popen(cli, stderr=subprocess.PIPE, text=True)
+    workers: list[int] = []
+    while child.poll() is None and len(workers) < 2:
+        time.sleep(0.01)
+        workers = _children(child.pid)
+    assert workers, "the run ended before its workers could be seen"
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, stderr
+    assert stderr == "peek2: interrupted; the work is kept: the same command with --resume goes on from its last checkpoint\n"
+    resumed = subprocess.run([*cli, "--resume"], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    peek2.corpus.tokenize(path, output=tmp_path / "ref", tokenizer=tokenizer_path(data_dir, LLAMA), format="megatron", workers=1, quiet=True)
+    assert {k[1:]: v for k, v in files_bytes(tmp_path, "o_").items()} == {k[3:]: v for k, v in files_bytes(tmp_path, "ref_").items()}
+
+
 _POOL: Any = None  # the executor of the test below, which its forked worker reaches
 
 
