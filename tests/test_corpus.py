@@ -562,18 +562,24 @@ def test_a_pool_broken_when_a_unit_is_handed_over_ends_the_run_with_an_error(tmp
     assert stats.documents == 3000
 
 
-def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir: Path) -> None:
-    """A worker killed (as the kernel's OOM killer does) made the run wait forever: its task was
-    lost. Now the run stops with an error naming it, and the work is kept for --resume."""
-    path = tmp_path / "c.jsonl"
-    _mixed_corpus(path, 20000)
-    cli = _cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"), "--format", "megatron", "--workers", "2", "--quiet")
+def _started_with_workers(cli: list[str]) -> tuple[subprocess.Popen[str], list[int]]:
+    """The run of ``cli``, once its worker processes are seen (then it is under way)."""
     child = subprocess.Popen(cli, stderr=subprocess.PIPE, text=True)
     workers: list[int] = []
     while child.poll() is None and len(workers) < 2:
         time.sleep(0.01)
         workers = _children(child.pid)
     assert workers, "the run ended before its workers could be seen"
+    return child, workers
+
+
+def test_a_worker_that_dies_ends_the_run_with_an_error(tmp_path: Path, data_dir: Path) -> None:
+    """A worker killed (as the kernel's OOM killer does) made the run wait forever: its task was
+    lost. Now the run stops with an error naming it, and the work is kept for --resume."""
+    path = tmp_path / "c.jsonl"
+    _mixed_corpus(path, 20000)
+    cli = _cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"), "--format", "megatron", "--workers", "2", "--quiet")
+    child, workers = _started_with_workers(cli)
     os.kill(workers[0], signal.SIGKILL)
     _, stderr = child.communicate(timeout=120)
     assert child.returncode == 2 and f"worker process {workers[0]} died (killed by SIGKILL" in stderr and "--resume" in stderr, stderr
@@ -588,12 +594,7 @@ def test_an_interrupted_run_says_how_to_go_on(tmp_path: Path, data_dir: Path) ->
     path = tmp_path / "c.jsonl"
     _mixed_corpus(path, 20000)
     cli = _cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "o"), "--format", "megatron", "--workers", "2", "--quiet")
-    child = subprocess.Popen(cli, stderr=subprocess.PIPE, text=True)
-    workers: list[int] = []
-    while child.poll() is None and len(workers) < 2:
-        time.sleep(0.01)
-        workers = _children(child.pid)
-    assert workers, "the run ended before its workers could be seen"
+    child, _ = _started_with_workers(cli)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=120)
     assert child.returncode == 130, stderr
