@@ -143,18 +143,24 @@ def _warn_slow_twin() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     hint = "build the extensions (pip install -e .), or set PEEK2_PURE=1 to run the pure modules on purpose"
     try:
-        distribution = metadata.distribution("peek2")
-        if "Root-Is-Purelib: true" in (distribution.read_text("WHEEL") or ""):
-            return  # a build without extensions, PEEK2_PURE_BUILD=1's: chosen (it warned at every import)
-        built = [f for f in distribution.files or () if str(f).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
-        if built:
-            installed = os.path.dirname(os.path.abspath(str(distribution.locate_file(built[0]))))
-            if installed != here:
-                hint = (
-                    f"the compiled build is installed in {installed}; run from outside {os.path.dirname(here)}, whose "
-                    "peek2/ comes first on sys.path, or set PEEK2_PURE=1 to run the pure modules on purpose"
-                )
-    except (metadata.PackageNotFoundError, OSError):
+        for distribution in metadata.distributions(name="peek2"):  # (in sys.path's order)
+            wheel = distribution.read_text("WHEEL")
+            if wheel is None:
+                # A checkout's peek2.egg-info, left by its build: not an install. Taken for one, it
+                # hid the compiled build installed elsewhere, and the hint said to build.
+                continue
+            if "Root-Is-Purelib: true" in wheel:
+                return  # a build without extensions, PEEK2_PURE_BUILD=1's: chosen (it warned at every import)
+            built = [f for f in distribution.files or () if str(f).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+            if built:
+                installed = os.path.dirname(os.path.abspath(str(distribution.locate_file(built[0]))))
+                if installed != here:
+                    hint = (
+                        f"the compiled build is installed in {installed}; run from outside {os.path.dirname(here)}, whose "
+                        "peek2/ comes first on sys.path, or set PEEK2_PURE=1 to run the pure modules on purpose"
+                    )
+            break
+    except OSError:
         pass
     warnings.warn(f"peek2 is running its uncompiled modules from {here} (about 50x slower): {hint}", RuntimeWarning, stacklevel=3)
 

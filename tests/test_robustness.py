@@ -6,6 +6,7 @@ runs each), never a wall-clock limit: quadratic work shows as ~16x, linear as ~4
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import random
@@ -479,6 +480,36 @@ def test_uncompiled_import_warns_once(tmp_path: Path) -> None:
     (info / "RECORD").write_text("", encoding="utf-8")
     pure_build = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=tmp_path, capture_output=True, text=True, env=environment)
     assert pure_build.returncode == 0 and pure_build.stdout == "False\n" and pure_build.stderr == "", pure_build.stderr
+
+
+def test_uncompiled_import_in_a_built_checkout_names_the_install(tmp_path: Path) -> None:
+    """Python started in a checkout whose build left peek2.egg-info, with the compiled build
+    installed elsewhere (pip install .): the warning took the egg-info for the install and said to
+    build; it names the install and says to run from outside the checkout."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import peek2
+
+    checkout = tmp_path / "checkout"
+    shutil.copytree(Path(peek2.__file__).parent, checkout / "peek2", ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    (checkout / "peek2.egg-info").mkdir()
+    (checkout / "peek2.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.4\nName: peek2\nVersion: 0.1.0\n", encoding="utf-8")
+    (checkout / "peek2.egg-info" / "SOURCES.txt").write_text("peek2/__init__.py\n", encoding="utf-8")
+    site = tmp_path / "site"
+    info = site / "peek2-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.4\nName: peek2\nVersion: 0.1.0\n", encoding="utf-8")
+    (info / "WHEEL").write_text("Wheel-Version: 1.0\nGenerator: setuptools\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n", encoding="utf-8")
+    extension = "peek2/bpe/merger" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    (info / "RECORD").write_text(f"peek2/__init__.py,,\n{extension},,\n", encoding="utf-8")
+    environment = {k: v for k, v in os.environ.items() if k not in ("PEEK2_PURE", "PYTHONPATH")}
+    environment["PYTHONPATH"] = str(site)
+    run = subprocess.run([sys.executable, "-c", "import peek2"], cwd=checkout, capture_output=True, text=True, env=environment)
+    assert run.returncode == 0
+    assert f"the compiled build is installed in {site / 'peek2' / 'bpe'}; run from outside {checkout}" in run.stderr, run.stderr
 
 
 def test_rejected_chunk_changes_nothing(llama: tuple[Tokenizer, tokenizers.Tokenizer]) -> None:
