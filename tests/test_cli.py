@@ -291,7 +291,7 @@ def test_an_interrupt_while_the_workers_fork_ends_the_run(tmp_path: Path, data_d
     tokenizer = str(data_dir / "tokenizers" / "llama3.1" / "tokenizer.json")
     command = ["tokenize", str(corpus), "--tokenizer", tokenizer, "--output", str(tmp_path / "out"), "--format", "megatron", "--workers", "2", "--quiet", "--unit-bytes", "65536"]
     result = subprocess.run([sys.executable, "-c", child, *command], capture_output=True, text=True, timeout=300)
-    assert (result.returncode, result.stderr) == (130, "peek2: interrupted\n")
+    assert (result.returncode, result.stderr) == (130, "peek2: interrupted; the work is kept: the same command with --resume goes on from its last checkpoint\n")
     assert not (tmp_path / "out_text_document.bin").exists()
     resumed = subprocess.run([sys.executable, "-m", "peek2", *command, "--resume"], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
