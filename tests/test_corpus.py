@@ -673,6 +673,49 @@ def test_an_input_that_grows_during_the_run_is_named(tmp_path: Path, data_dir: P
     assert stats.documents == 200
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".txt"])
+@pytest.mark.parametrize("change", ["grown", "cut"])
+def test_an_input_changed_before_it_is_read_is_read_as_it_began(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, change: str, suffix: str) -> None:
+    """The second input, changed while the run read the first: its units took the size found when
+    it was opened, so lines appended were read, and one cut short by whole lines lost them with exit
+    0 and a warning (a bug hunt). It is read up to the size the run began with, and one cut short is
+    an error naming it."""
+    from peek2.corpus import run as corpus_run
+
+    first, second = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    if suffix == ".jsonl":
+        first.write_text("".join(json.dumps({"text": f"document {k}"}) + "\n" for k in range(200)), encoding="utf-8")
+        second.write_text("".join(json.dumps({"text": f"other {k}"}) + "\n" for k in range(100)), encoding="utf-8")
+    else:
+        first.write_text("first document " * 100, encoding="utf-8")  # (a unit of its own: over unit_bytes)
+        second.write_text("second document\n" * 50, encoding="utf-8")
+    data = second.read_bytes()
+    size, cut = len(data), data.index(b"\n", len(data) // 2) + 1  # (after a whole line)
+    real = corpus_run.read_units
+
+    def changing(*args: Any, **kwargs: Any) -> Any:
+        for k, unit in enumerate(real(*args, **kwargs)):
+            if k == 0:  # (the first input's first unit: the second is not open yet)
+                if change == "grown":
+                    with open(second, "a", encoding="utf-8") as handle:
+                        handle.write(json.dumps({"text": "a late document"}) + "\n" if suffix == ".jsonl" else "late text\n")
+                else:
+                    os.truncate(second, cut)
+            yield unit
+
+    monkeypatch.setattr(corpus_run, "read_units", changing)
+    options: dict[str, Any] = dict(tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", workers=1, unit_bytes=1000, quiet=True)
+    if change == "grown":
+        with pytest.warns(UserWarning, match=re.escape(f"{second} changed while the run read it")):
+            stats = peek2.corpus.tokenize([first, second], **options)
+        assert stats.documents == (300 if suffix == ".jsonl" else 2)
+        if suffix == ".txt":  # the text as it was when the run began
+            assert read_megatron(str(tmp_path / "o_text_document"))[0][1] == reference_ids(data_dir, LLAMA, ["second document\n" * 50])[0]
+    else:
+        with pytest.raises(CorpusInputError, match=re.escape(f"{second}: shorter than when the run began ({cut:,} bytes, {size:,} then)")):
+            peek2.corpus.tokenize([first, second], **options)
+
+
 def test_a_work_folder_that_cannot_be_removed_at_the_end_is_a_warning(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every output and the summary were published, then removing the work folder failed (EIO
     injected): the run raised, and the command exited 1 for a complete run (a bug hunt)."""
@@ -884,8 +927,9 @@ def test_inputs_a_third_hunt_broke(tmp_path: Path, data_dir: Path, monkeypatch: 
     with pytest.raises(CorpusInputError, match="gone.jsonl: a broken symbolic link"):
         peek2.corpus.tokenize(tree, output=tmp_path / "tree_out", **run)
 
-    with pytest.raises(CorpusError, match="gpt2 has no tokenizer.json"):
-        peek2.corpus.tokenize(tmp_path / "good.parquet", output=tmp_path / "t", **{**run, "tokenizer": data_dir / "tokenizers" / "gpt2"})
+    (tmp_path / "no-tokenizer").mkdir()  # (a folder of GPT-2's encoder.json and vocab.bpe is GPT-2 now)
+    with pytest.raises(CorpusError, match="no-tokenizer has no tokenizer.json"):
+        peek2.corpus.tokenize(tmp_path / "good.parquet", output=tmp_path / "t", **{**run, "tokenizer": tmp_path / "no-tokenizer"})
     with pytest.raises(CorpusInputError, match="no inputs"):
         peek2.corpus.tokenize([], output=tmp_path / "none", **run)
     with pytest.raises(TypeError, match="not bytes"):

@@ -72,6 +72,7 @@ class Source:
     path: str
     kind: str  # "jsonl", "parquet", "arrow", "text"
     compression: str  # "", "gzip", "zstd", "xz", "bzip2"
+    size: int = -1  # its size when the run began (its fingerprint's), -1 before: read up to it, and no shorter
 
     def fingerprint(self) -> dict[str, Any]:
         """Size, mtime and a hash of the first and last MB: what a resumed run must find again."""
@@ -512,9 +513,11 @@ def read_units(sources: list[Source], start: Cursor, unit_bytes: int, text_key: 
         if source.kind == "text":
             try:
                 with open(source.path, "rb") as handle:
-                    data = handle.read()
+                    data = handle.read() if source.size < 0 else handle.read(source.size)
             except OSError as error:
                 raise unreadable(source.path, error) from None
+            if len(data) < source.size:
+                raise _cut_short(source, len(data))
             text_batch.append((index, data))
             text_bytes += len(data)
             last = index + 1 == stop or sources[index + 1].kind != "text"
@@ -594,6 +597,12 @@ def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int
     with handle:
         try:
             size = os.fstat(handle.fileno()).st_size
+            if source.size >= 0:
+                # (it took the size it found: a file cut short after the run began, by a line or more,
+                # lost its end with exit 0 and a warning, and one that grew had its new lines read; a bug hunt)
+                if size < source.size:
+                    raise _cut_short(source, size)
+                size = source.size
             position = first.position
             window = bytearray(END_WINDOW)
             while position < size:
@@ -605,6 +614,12 @@ def _file_jsonl_units(source: Source, index: int, first: Cursor, unit_bytes: int
                 position = end
         except OSError as error:
             raise unreadable(source.path, error) from None
+
+
+def _cut_short(source: Source, size: int) -> CorpusInputError:
+    return CorpusInputError(
+        f"{source.path}: shorter than when the run began ({size:,} bytes, {source.size:,} then): its end would be lost"
+    )
 
 
 def _unit_end(handle: FileIO, window: bytearray, start: int, limit: int, size: int) -> int:

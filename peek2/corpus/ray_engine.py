@@ -63,7 +63,7 @@ def ray_batches(
     if not ray.is_initialized():
         ray.init(address=ray_address, log_to_driver=False, include_dashboard=False, **({"logging_level": "ERROR"} if quiet else {}))
     names = [s.path for s in sources]  # (as given: errors name them so, as the local engine does)
-    sources = [Source(os.path.abspath(s.path), s.kind, s.compression) for s in sources]
+    sources = [Source(os.path.abspath(s.path), s.kind, s.compression, s.size) for s in sources]
     dataset, rows, reads = units_dataset(sources, options, quiet, start)
     cpus = float(ray.cluster_resources().get("CPU", 1))
     count = actors or max(1, int(cpus))

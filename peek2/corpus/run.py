@@ -21,6 +21,7 @@ import collections
 import concurrent.futures
 import concurrent.futures.process
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -338,6 +339,7 @@ def tokenize(
             raise CorpusOutputError(f"cannot write {output}: cannot make the folder {error.filename or folder}: {error.strerror or error}") from None
     run = _Run(output)
     fingerprints = [s.fingerprint() for s in sources]
+    sources = [dataclasses.replace(source, size=fingerprint["size"]) for source, fingerprint in zip(sources, fingerprints)]
     # (shard_size only shapes llm.c's shards: a megatron or parquet run resumed with another
     # was refused; a bug hunt)
     option_values = {name: getattr(options, name) for name in OUTPUT_OPTIONS if name != "shard_size" or format == "llmc"}
