@@ -49,7 +49,7 @@ from peek2.bpe.merge_table import ID_BITS, MergeTable
 from peek2.bpe.merger import BytePairEncoder, OrdinaryEncode, PlainEncode, WholeChars
 from peek2.bpe.piece_cache import MAX_CACHE_SIZE
 from peek2.bpe.merger import as_flag as _flag
-from peek2.bpe.offsets import char_spans, token_lengths
+from peek2.bpe.offsets import char_spans, token_lengths, trim_spans
 from peek2.bpe.vocab import TokenToId, id_table
 from peek2.formats import hf_json
 from peek2.formats.load_cache import Loaded, file_stamp, same_content
@@ -580,7 +580,7 @@ class Tokenizer:
                 if token.normalized:
                     normalized.setdefault(token.id, token.content)
         shared = self._shared_ids
-        for k in range(first, len(ids)):
+        for k in trim_spans(ids, offsets, first, self._id_bytes, added, list(steps)):  # (the added tokens' left here)
             # (An id an added token shares with a vocabulary token is the vocabulary token where
             # the merger made it: GPT-2's "\t" is token 197, "ĉ", which a file may also add; its
             # tab was trimmed as an added token's whitespace. A bug hunt.)

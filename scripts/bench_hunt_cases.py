@@ -18,7 +18,8 @@ them before and after its change, are in each case's label:
 - ``rank file one piece``: the same rank file on one long piece (a run of one character);
 - ``offsets NFC``: Qwen3's ``encode_with_offsets`` of runs of marks that decompose, and of 40,000
   random CJK ideographs after one U+212B (which NFC changes), against tokenizers' ``encode`` (which
-  always computes offsets);
+  always computes offsets); and a GPT-2 file whose ``ByteLevel`` post-processor trims offsets, on
+  whitespace (every token trimmed) and on English;
 - ``long words``: words of 256 to 2,000 random letters (one piece each), Llama-3.2's file against
   tiktoken with its ``tokenizer.model``;
 - ``async held run``: ``async_encode`` of a run the stream holds whole or cuts by rule 3 (spaces
@@ -174,6 +175,16 @@ def cases(data: Path, only: str) -> list[Case]:
                 partial(ref.encode, text, add_special_tokens=False),
                 unseen,
             ))
+        # GPT-2's ranks with a ByteLevel post-processor that trims offsets (RoBERTa's files do too)
+        gpt2 = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(files / "gpt2" / "encoder.json"), str(files / "gpt2" / "vocab.bpe")))
+        gpt2.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        gpt2.decoder = tokenizers.decoders.ByteLevel()
+        gpt2.post_processor = tokenizers.processors.ByteLevel(trim_offsets=True)
+        trimming = Tokenizer.from_str(gpt2.to_str())
+        for text in (" " * 80_000, "\t " * 40_000, "the cat sat on a mat. " * 4_000):
+            got, expected = trimming.encode_with_offsets(text), gpt2.encode(text)
+            assert (got.ids, got.offsets) == (expected.ids, expected.offsets)
+            out.append((f"offsets trimmed gpt2 {ascii(text[:3])}", partial(trimming.encode_with_offsets, text), partial(gpt2.encode, text), partial(trimming._engine.cache.clear)))
     if only in ("", "long"):
         ours = Tokenizer.from_file(files / "llama3.2" / "tokenizer.json")
         model = str(files / "llama3.2" / "tokenizer.model")

@@ -117,3 +117,50 @@ def token_length(data: bytes | None) -> i64:
     if (data[0] & 0xC0) == 0x80:
         continues = 1
     return size << _SIZE_SHIFT | starts << 1 | continues
+
+
+def trim_spans(
+    ids: list[int], offsets: list[Any], first: i64, id_bytes: tuple[bytes | None, ...], held: set[int], steps: list[tuple[bool, bool]]
+) -> list[int]:
+    """A ``ByteLevel`` post-processor's ``trim_offsets`` of the vocabulary tokens of ``ids[first:]``:
+    each span leaves out the token's leading and trailing spaces, step by step
+    (``Tokenizer._trim_offsets`` says how); returns the places of the ids in ``held`` (the added
+    tokens'), which the caller trims.
+
+    Performance notes: interpreted, the loop took 0.33 s of a 0.48 s ``encode_with_offsets`` of
+    80,000 spaces with GPT-2's ranks (a token each, every one trimmed), 0.44-0.62x tokenizers (a
+    bug hunt); compiled, with the spaces counted in place, it is a small part of the call.
+    """
+    left: list[int] = []
+    n: i64 = len(ids)
+    for k in range(first, n):
+        token_id = ids[k]
+        if token_id in held:
+            left.append(k)
+            continue
+        data = id_bytes[token_id]
+        if data is None:
+            continue
+        size: i64 = len(data)
+        leading: i64 = 0
+        while leading < size and data[leading] == 32:
+            leading += 1
+        trailing: i64 = 0
+        while trailing < size and data[size - 1 - trailing] == 32:
+            trailing += 1
+        if leading == 0 and trailing == 0:
+            continue
+        span = offsets[k]
+        start: i64 = span[0]
+        end: i64 = span[1]
+        for keep_prefix_space, after_cls in steps:
+            if leading > 0:
+                first_one = k == 0 if after_cls else k == first
+                if (first_one or start == 0) and keep_prefix_space and leading == 1:
+                    start = min(start, end)
+                else:
+                    start = min(start + leading, end)
+            if trailing > 0 and end >= trailing:
+                end = max(end - trailing, start)
+        offsets[k] = (start, end)
+    return left
