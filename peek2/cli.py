@@ -526,7 +526,7 @@ def _tokenize(args: argparse.Namespace, out: _Output) -> int:
                 f"peek2 tokenize: {stats.documents:,} documents, {stats.tokens:,} tokens "
                 f"({stats.tokens_per_document:.1f} a document), {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s"
                 + (f", {stats.rejected:,} rejected (see {args.output}.rejects.jsonl)" if stats.rejected else "")
-                + f"; wrote {', '.join(stats.outputs[:3])}{' ...' if len(stats.outputs) > 3 else ''}",
+                + (f"; wrote {', '.join(stats.outputs[:3])}{' ...' if len(stats.outputs) > 3 else ''}" if stats.outputs else "; no output file (no ids to write)"),
                 file=sys.stderr,
                 flush=True,
             )

@@ -1753,6 +1753,28 @@ def test_ray_engine_skips_bad_documents_as_the_local_engine(tmp_path: Path, data
     ]  # fmt: skip
 
 
+def test_a_full_disk_at_a_checkpoint_names_the_manifest(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk when the manifest was written named only the output prefix (a bug hunt); it
+    names the manifest's file in the work folder, as a writer's failure names its file."""
+    import errno
+
+    from peek2.corpus import run as corpus_run
+
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"text": "a document"}) + "\n", encoding="utf-8")
+    real = corpus_run.json.dump
+
+    def full(value: Any, handle: Any, *args: Any, **kwargs: Any) -> None:
+        if handle.name.endswith("manifest.json.tmp"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(value, handle, *args, **kwargs)
+
+    monkeypatch.setattr(corpus_run.json, "dump", full)
+    with pytest.raises(OSError) as info:
+        peek2.corpus.tokenize(path, tokenizer=tokenizer_path(data_dir, LLAMA), output=tmp_path / "o", format="megatron", workers=1, quiet=True)
+    assert info.value.filename == str(tmp_path / "o.peek2-work" / "manifest.json.tmp") and info.value.errno == errno.ENOSPC
+
+
 def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:
     """No documents: Megatron's files with no sequence and the document index [0], an empty
     Parquet table, and no llm.c shard (fineweb.py writes none either)."""
@@ -1764,6 +1786,9 @@ def test_an_empty_corpus(tmp_path: Path, data_dir: Path) -> None:
     assert read_megatron(str(tmp_path / "megatron_text_document"))[0::2] == ([], [0])
     assert read_parquet(str(tmp_path / "parquet.parquet"))[:2] == ([], [])
     assert not list(tmp_path.glob("llmc_*.bin"))
+    # (the command's closing line said "...; wrote " and nothing after it; a bug hunt)
+    command = subprocess.run(_cli(str(path), "--tokenizer", tokenizer_path(data_dir, LLAMA), "--output", str(tmp_path / "c"), "--format", "llmc"), capture_output=True, text=True, timeout=300)
+    assert command.returncode == 0 and command.stderr.endswith("; no output file (no ids to write)\n"), command.stderr
 
 
 def test_inputs_that_cannot_be_read_are_named(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,7 +46,7 @@ from peek2.bpe.merger import as_flag
 from peek2.corpus.documents import BadDocument, Options, UnitResult, encode_unit, location
 from peek2.corpus.inputs import Cursor, CorpusInputError, CorpusLimitError, Source, Unit, find_inputs, read_units
 from peek2.corpus.progress import Progress
-from peek2.corpus.writers import WRITERS, Writer, publish, take_back, token_dtype
+from peek2.corpus.writers import WRITERS, Writer, naming, publish, take_back, token_dtype
 from peek2.extras import install_hint
 from peek2.tokenizer import Tokenizer
 
@@ -198,7 +198,7 @@ class _Run:
 
     def save_manifest(self, manifest: dict[str, Any]) -> None:
         tmp = self.manifest_path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
+        with naming(tmp), open(tmp, "w", encoding="utf-8") as handle:  # (a full disk named only the prefix; a bug hunt)
             json.dump(manifest, handle, indent=1)
         publish(tmp, self.manifest_path)
 
