@@ -7,8 +7,9 @@
    regex pipeline against ``peek2.patch(tok)``, on XNLI sentences (all languages) and on a
    long document (XNLI dev as one text; ``encode_batch`` gets it cut at line ends into
    ~64 KB parts).
-2. transformers ``AutoTokenizer``: ``__call__`` without offsets, on the sentences one by one
-   and as one batch, unpatched against ``peek2.patch_transformers()``.
+2. transformers ``AutoTokenizer``: ``__call__`` without offsets, on the sentences one by one,
+   as one batch, and in batches of 32 padded and truncated to 128 ids as NumPy arrays (a
+   training loop's call), unpatched against ``peek2.patch_transformers()``.
 
 Every engine is checked to give the same ids (and offsets for the plugin) before timing;
 the engines take turns in each round (``timing.interleaved``); MB/s of UTF-8 input, medians.
@@ -117,9 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     fast = AutoTokenizer.from_pretrained(str(folder))
     fast(sentences[:1])  # builds peek2's tokenizer for it, once
 
-    def call(tok: Any, patched_mode: bool, one_by_one: bool) -> Callable[[], object]:
+    for tok in (reference, fast):
+        tok.pad_token = tok.pad_token or tok.eos_token  # (Llama-3 files have none)
+    batches = [sentences[k : k + 32] for k in range(0, len(sentences), 32)]
+    padded = {"padding": True, "truncation": True, "max_length": 128, "return_tensors": "np"}
+
+    def call(tok: Any, patched_mode: bool, one_by_one: bool, options: dict[str, Any] | None = None) -> Callable[[], object]:
         def run() -> object:
-            (peek2.patch_transformers if patched_mode else peek2.unpatch_transformers)()
+            (peek2.patch_transformers if patched_mode else peek2.unpatch_transformers)()  # (untimed in the runs: see mode)
+            if options is not None:  # a training loop's batches of 32, padded and truncated
+                return [tok(batch, **options) for batch in batches]
             return [tok(text) for text in sentences] if one_by_one else tok(sentences)
 
         return run
@@ -127,16 +135,33 @@ def main(argv: list[str] | None = None) -> int:
     expected = call(reference, False, False)()
     if dict(call(fast, True, False)()) != dict(expected):  # type: ignore[call-overload]
         raise SystemExit("bench_plugin: patch_transformers differs from transformers; not timing")
+    for want, got in zip(call(reference, False, False, padded)(), call(fast, True, False, padded)()):  # type: ignore[call-overload]
+        if want.keys() != got.keys() or any((want[key] != got[key]).any() for key in want):
+            raise SystemExit("bench_plugin: patch_transformers pads differently from transformers; not timing")
     nbytes = sum(len(t.encode("utf-8")) for t in sentences)
-    seconds = interleaved(
-        {"transformers __call__": call(reference, False, True), "patched __call__": call(fast, True, True),
-         "transformers batch": call(reference, False, False), "patched batch": call(fast, True, False)},
-        args.runs,
-    )
+    def mode(patched_mode: bool) -> Callable[[], None]:
+        # transformers patched or not before a run, untimed: a program patches once, and each
+        # patch_transformers() makes a patched tokenizer find its engine again at its next call
+        # (its backend's JSON read and hashed: tokens may have been added while unpatched).
+        def switch() -> None:
+            if patched_mode:
+                peek2.patch_transformers()
+                fast(sentences[:1])
+            else:
+                peek2.unpatch_transformers()
+
+        return switch
+
+    engines = {
+        "transformers __call__": call(reference, False, True), "patched __call__": call(fast, True, True),
+        "transformers batch": call(reference, False, False), "patched batch": call(fast, True, False),
+        "transformers padded": call(reference, False, False, padded), "patched padded": call(fast, True, False, padded),
+    }  # fmt: skip
+    seconds = interleaved(engines, args.runs, prepare={name: mode(name.startswith("patched")) for name in engines})
     transformers_patch.unpatch_transformers()
-    print(f"\ntransformers AutoTokenizer __call__ without offsets, XNLI sentences ({nbytes / 1e6:.2f} MB)")
+    print(f"\ntransformers AutoTokenizer __call__ without offsets, XNLI sentences ({nbytes / 1e6:.2f} MB; padded: batches of 32, {padded})")
     print(table(nbytes, seconds, []))
-    print(ratios(seconds, [("patched __call__", "transformers __call__"), ("patched batch", "transformers batch")]))
+    print(ratios(seconds, [("patched __call__", "transformers __call__"), ("patched batch", "transformers batch"), ("patched padded", "transformers padded")]))
     return 0
 
 

@@ -13,7 +13,11 @@ from pathlib import Path
 
 
 def interleaved(
-    engines: dict[str, Callable[[], object]], rounds: int, before: Callable[[], None] | None = None, grouped: bool = False
+    engines: dict[str, Callable[[], object]],
+    rounds: int,
+    before: Callable[[], None] | None = None,
+    grouped: bool = False,
+    prepare: dict[str, Callable[[], None]] | None = None,
 ) -> dict[str, list[float]]:
     """Seconds of each engine in each round; the engines take turns so drift hits all alike.
 
@@ -25,12 +29,17 @@ def interleaved(
     Each run starts from a collected heap (``gc.collect()``, untimed, after ``before``): a full
     collection set off by the previous engine's garbage otherwise lands on whichever engine runs
     next (``peek2.split`` of the 20,000 sentences measured 16-68 MB/s in one run). Each engine still
-    pays the collections its own objects set off, and the freeing of what it returns."""
+    pays the collections its own objects set off, and the freeing of what it returns.
+
+    ``prepare[name]``, if given, runs untimed before each run of that engine (after ``before``):
+    what a real program does once, such as transformers patched or not."""
     seconds: dict[str, list[float]] = {name: [] for name in engines}
     order = [name for name in engines for _ in range(rounds)] if grouped else [name for _ in range(rounds) for name in engines]
     for name in order:
         if before is not None:
             before()
+        if prepare is not None and name in prepare:
+            prepare[name]()
         gc.collect()
         start = time.perf_counter()
         engines[name]()

@@ -8,8 +8,9 @@
     >>> peek2.unpatch_transformers()                                 # doctest: +SKIP
 
 Two integration points, chosen by what a call asks for:
-- plain calls (``__call__``/``encode`` of text or a list of texts, no offsets, padding,
-  truncation, tensors, pairs or other outputs) go to peek2's standalone ``Tokenizer``,
+- plain calls (``__call__``/``encode`` of text or a list of texts, no offsets, pairs or
+  other outputs; padding, truncation and tensors as the backend would make them: see
+  ``_shaped_call``) go to peek2's standalone ``Tokenizer``,
   built once per tokenizer from its backend's own JSON (so added tokens and the
   post-processor are those transformers set up): no ``tokenizers.Encoding`` is built.
   ``tok(text)`` with no keyword but ``add_special_tokens``, ``return_attention_mask`` or
@@ -142,9 +143,12 @@ def patch_transformers() -> None:
     def _encode_plus(self: Any, text: Any, text_pair: Any = None, **kwargs: Any) -> Any:
         with _backend_lock(self._tokenizer):
             engine = _engine(self)
-            if engine is None or text_pair is not None or _NEEDS_ENCODINGS.get() or not _is_plain(self, text, kwargs):
+            if engine is None or text_pair is not None or _NEEDS_ENCODINGS.get():
                 return original(self, text, text_pair, **kwargs)
-            return _plain_call(self, engine, text, kwargs)
+            if _is_plain(self, text, kwargs):
+                return _plain_call(self, engine, text, kwargs)
+            shaped = _shaped_call(self, engine, text, kwargs)  # (None: a call it leaves to transformers)
+            return original(self, text, text_pair, **kwargs) if shaped is None else shaped
 
     def __call__(self: Any, text: Any = None, *args: Any, **kwargs: Any) -> Any:
         # ``tok(text)`` with at most these keywords: straight to peek2, without transformers'
@@ -448,24 +452,39 @@ def _plain_result_class() -> Any:
     return PlainCallEncoding
 
 
-def _backend_encodings(backend: Any, engine: Tokenizer, text: str | tuple[str, ...], add_special_tokens: bool, split_special_tokens: bool) -> list[Any]:
-    """The ``tokenizers.Encoding`` objects transformers' own path makes for a plain call of ``text``.
+# A call's truncation and padding as set_truncation_and_padding gives them to the backend (None:
+# none), and the rows of ids the call returned, for its encodings (see _shaped_call).
+Shaping = tuple[dict[str, Any] | None, dict[str, Any] | None, list[list[int]]]
 
-    Made with the backend's truncation and padding off (as a plain call leaves them) and restored
-    after, and checked against the ids ``engine`` gave: a tokenizer changed since the call (tokens
-    added, a post-processor changed) raises rather than describing other ids than the result's.
+
+def _backend_encodings(
+    backend: Any, engine: Tokenizer, text: str | tuple[str, ...], add_special_tokens: bool, split_special_tokens: bool, shaping: Shaping | None = None
+) -> list[Any]:
+    """The ``tokenizers.Encoding`` objects transformers' own path makes for a call of ``text``.
+
+    Made with the backend's truncation and padding those of the call (off for a plain call), then
+    set back, and checked against the call's ids (``engine``'s for a plain call): a tokenizer
+    changed since the call (tokens added, a post-processor changed) raises rather than
+    describing other ids than the result's.
     """
     with _backend_lock(backend):
-        return _backend_encodings_held(backend, engine, text, add_special_tokens, split_special_tokens)
+        return _backend_encodings_held(backend, engine, text, add_special_tokens, split_special_tokens, shaping)
 
 
-def _backend_encodings_held(backend: Any, engine: Tokenizer, text: str | tuple[str, ...], add_special_tokens: bool, split_special_tokens: bool) -> list[Any]:
+def _backend_encodings_held(
+    backend: Any, engine: Tokenizer, text: str | tuple[str, ...], add_special_tokens: bool, split_special_tokens: bool, shaping: Shaping | None
+) -> list[Any]:
     texts = [text] if isinstance(text, str) else list(text)
     truncation, padding, special = backend.truncation, backend.padding, backend.encode_special_tokens
+    call_truncation, call_padding = (None, None) if shaping is None else shaping[:2]
     try:
-        if truncation is not None:
+        if call_truncation is not None:
+            backend.enable_truncation(**call_truncation)
+        elif truncation is not None:
             backend.no_truncation()
-        if padding is not None:
+        if call_padding is not None:
+            backend.enable_padding(**call_padding)
+        elif padding is not None:
             backend.no_padding()
         if special != split_special_tokens:  # (the backend is shared: changed only where the call differs)
             backend.encode_special_tokens = split_special_tokens
@@ -475,10 +494,15 @@ def _backend_encodings_held(backend: Any, engine: Tokenizer, text: str | tuple[s
             backend.encode_special_tokens = special
         if truncation is not None:
             backend.enable_truncation(**truncation)
+        elif call_truncation is not None:
+            backend.no_truncation()
         if padding is not None:
             backend.enable_padding(**padding)
-    for encoding, one in zip(encodings, texts):
-        if encoding.ids != engine.encode(one, add_special_tokens, split_special_tokens=split_special_tokens):
+        elif call_padding is not None:
+            backend.no_padding()
+    for k, (encoding, one) in enumerate(zip(encodings, texts)):
+        expected = engine.encode(one, add_special_tokens, split_special_tokens=split_special_tokens) if shaping is None else shaping[2][k]
+        if encoding.ids != expected:
             raise RuntimeError(
                 "the tokenizer changed since this call (tokens added, or its post-processor changed): "
                 "its encodings (.tokens(), .word_ids(), ...) no longer describe these input_ids; call it again"
@@ -489,7 +513,7 @@ def _backend_encodings_held(backend: Any, engine: Tokenizer, text: str | tuple[s
 _FAST_RESULT: list[bool] = []  # [True] when _result may skip BatchEncoding.__init__ (checked once)
 
 
-def _result(data: dict[str, Any], pending: tuple[Any, Tokenizer, str | tuple[str, ...], bool, bool]) -> Any:
+def _result(data: dict[str, Any], pending: tuple[Any, ...], tensor_type: Any = None) -> Any:
     """``BatchEncoding(data, encodings)``: the object transformers makes for a plain call, its
     encodings (``pending``: what the backend makes them from) made when first read.
 
@@ -499,6 +523,11 @@ def _result(data: dict[str, Any], pending: tuple[Any, Tokenizer, str | tuple[str
     attributes ``__init__`` gives; with another transformers it falls back.
     """
     cls = _plain_result_class()
+    if tensor_type is not None:  # (converted by __init__, as transformers' path converts its own)
+        result = cls(data, tensor_type=tensor_type)
+        result.__dict__[_PENDING] = pending
+        result._n_sequences = 1
+        return result
     if not _FAST_RESULT:
         BatchEncoding = _names()[0]
         made = BatchEncoding.__new__(BatchEncoding)
@@ -589,3 +618,130 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
         data["attention_mask"] = [[1] * len(row) for row in ids]
     # (the texts as they were: a list the caller changes after the call must not change its encodings)
     return _result(data, (backend, engine, tuple(text), add_special_tokens, split_special_tokens))
+
+
+# The keywords of _encode_plus a call that pads or truncates may set (beside _PLAIN's, of which
+# return_tensors may be any): what _shaped_call does with each is what the backend does.
+_SHAPING_KEYWORDS = frozenset(
+    {"padding_strategy", "truncation_strategy", "max_length", "stride", "pad_to_multiple_of", "padding_side", "verbose"}
+    | {"add_special_tokens", "return_attention_mask", "split_special_tokens"}
+)
+
+
+def _shaped_call(self: Any, engine: Tokenizer, text: Any, kwargs: dict[str, Any]) -> Any:
+    """A call of one text or a batch that pads or truncates, answered from peek2's ids as the
+    backend pads and truncates them; None (before any effect) for a call it leaves to transformers.
+
+    transformers' own path sets the backend's truncation and padding (set_truncation_and_padding,
+    called here too: the backend is left as that path leaves it), then has the backend encode.
+    That path with the Peek2 plugin (a Python pre-tokenizer the backend calls for every text) took
+    1.3-1.8x the unpatched time of ``tok(batch, padding=True)`` and the like, where a plain call took 0.05x.
+    What the backend does to one sequence a text (tokenizers' ``post_process`` and
+    ``pad_encodings``, 0.23):
+    - truncation takes the ids before the post-processor's special tokens down to ``max_length``
+      less their number, from the right or the left (``truncation_side``), for ``longest_first``
+      and ``only_first`` alike (one sequence); a ``max_length`` below their number is left to
+      the backend (its subtraction does not stop at zero), as is a stride (checked there);
+    - padding takes each row to the longest row's length or to ``max_length``
+      (``padding="max_length"``), rounded up to ``pad_to_multiple_of``, with ``pad_token_id`` and
+      attention 0 on ``padding_side``; a longer row stays as it is.
+    """
+    _, TruncationStrategy, PaddingStrategy = _names()
+    if not _is_text(text) or type(self).set_truncation_and_padding is not _ORIGINAL["set_truncation_and_padding"]:
+        return None
+    for key, value in kwargs.items():
+        if key in _PLAIN:
+            allowed = _PLAIN[key]
+            if key != "return_tensors" and not any(value is plain for plain in (allowed if isinstance(allowed, tuple) else (allowed,))):
+                return None
+        elif key not in _SHAPING_KEYWORDS:
+            return None
+    if kwargs.get("return_token_type_ids") is None and "token_type_ids" in self.model_input_names:
+        return None
+    add_special_tokens = kwargs.get("add_special_tokens", True)
+    padding = kwargs.get("padding_strategy", PaddingStrategy.DO_NOT_PAD)
+    truncation = kwargs.get("truncation_strategy", TruncationStrategy.DO_NOT_TRUNCATE)
+    max_length, stride, multiple = kwargs.get("max_length"), kwargs.get("stride", 0), kwargs.get("pad_to_multiple_of")
+    padding_side = kwargs.get("padding_side")
+    if type(add_special_tokens) is not bool or not isinstance(padding, PaddingStrategy) or not isinstance(truncation, TruncationStrategy):
+        return None
+    if max_length is not None and (type(max_length) is not int or max_length < 0):
+        return None
+    prefix, suffix = (engine._prefix_ids, engine._suffix_ids) if add_special_tokens else ([], [])
+    added = len(prefix) + len(suffix)
+    limit = -1  # the most ids a text keeps before its special tokens (-1: no truncation)
+    truncation_target: dict[str, Any] | None = None
+    if truncation != TruncationStrategy.DO_NOT_TRUNCATE:
+        if truncation not in (TruncationStrategy.LONGEST_FIRST, TruncationStrategy.ONLY_FIRST) or max_length is None:
+            return None
+        if type(stride) is not int or stride != 0 or self.truncation_side not in ("right", "left"):
+            return None
+        limit = max_length - added
+        if limit < 0:
+            return None
+        truncation_target = {"max_length": max_length, "stride": stride, "strategy": truncation.value, "direction": self.truncation_side}
+    padding_target: dict[str, Any] | None = None
+    if padding != PaddingStrategy.DO_NOT_PAD:
+        side = padding_side if padding_side is not None else self.padding_side
+        pad_id = self.pad_token_id
+        if side not in ("right", "left") or type(pad_id) is not int or pad_id < 0 or not isinstance(self.pad_token, str):
+            return None
+        if multiple is not None and (type(multiple) is not int or multiple < 0):
+            return None
+        length = max_length if padding == PaddingStrategy.MAX_LENGTH else None
+        padding_target = {
+            "length": length, "direction": side, "pad_id": pad_id, "pad_token": self.pad_token,
+            "pad_type_id": self.pad_token_type_id, "pad_to_multiple_of": multiple,
+        }  # fmt: skip
+    self.set_truncation_and_padding(
+        padding_strategy=padding, truncation_strategy=truncation, max_length=max_length, stride=stride,
+        pad_to_multiple_of=multiple, padding_side=padding_side,
+    )  # fmt: skip
+    backend = self._tokenizer
+    split_special_tokens = kwargs.get("split_special_tokens")
+    if split_special_tokens is None:
+        split_special_tokens = self.split_special_tokens
+    if backend.encode_special_tokens != split_special_tokens:
+        backend.encode_special_tokens = split_special_tokens
+    split_special_tokens = bool(split_special_tokens)
+    texts = [text] if isinstance(text, str) else list(text)
+    try:
+        rows = [engine.encode(one, add_special_tokens, split_special_tokens=split_special_tokens) for one in texts]
+    except ValueError as error:  # a lone surrogate: TypeError, as transformers' own path (see _plain_call)
+        if any(first_surrogate(one) >= 0 for one in texts):
+            raise TypeError(str(error)) from None
+        raise
+    if limit >= 0:
+        right = self.truncation_side == "right"
+        for k, row in enumerate(rows):
+            keep = len(row) - added
+            if keep > limit:
+                content = row[len(prefix) : len(row) - len(suffix)]
+                content = content[:limit] if right else content[keep - limit :]
+                rows[k] = [*prefix, *content, *suffix]
+    masks = [[1] * len(row) for row in rows]
+    if padding_target is not None:
+        target = padding_target["length"]
+        if target is None:
+            target = max(len(row) for row in rows)
+        if multiple and target % multiple:
+            target += multiple - target % multiple
+        pad_id, left = padding_target["pad_id"], padding_target["direction"] == "left"
+        for k, row in enumerate(rows):
+            missing = target - len(row)
+            if missing > 0:
+                rows[k] = [pad_id] * missing + row if left else row + [pad_id] * missing
+                masks[k] = [0] * missing + masks[k] if left else masks[k] + [0] * missing
+    verbose = kwargs.get("verbose", True)
+    for row in rows:
+        self._eventual_warn_about_too_long_sequence(row, max_length, verbose)
+    mask = kwargs.get("return_attention_mask")
+    if mask is None:
+        mask = "attention_mask" in self.model_input_names
+    data: dict[str, Any] = {"input_ids": rows, "attention_mask": masks} if mask else {"input_ids": rows}
+    tensor_type = kwargs.get("return_tensors")
+    if isinstance(text, str) and tensor_type is None:  # one text: its row, not a batch of one
+        data = {key: value[0] for key, value in data.items()}
+    shaping: Shaping = (truncation_target, padding_target, [list(row) for row in rows])
+    pending = (backend, engine, text if isinstance(text, str) else tuple(text), add_special_tokens, split_special_tokens, shaping)
+    return _result(data, pending, tensor_type)
