@@ -145,10 +145,14 @@ def patch_transformers() -> None:
             engine = _engine(self)
             if engine is None or text_pair is not None or _NEEDS_ENCODINGS.get():
                 return original(self, text, text_pair, **kwargs)
-            if _is_plain(self, text, kwargs):
+            kind = _call_kind(self, text, kwargs)  # (one pass over the keywords: a short text's call is mostly glue)
+            if kind == _PLAIN_CALL:
                 return _plain_call(self, engine, text, kwargs)
-            shaped = _shaped_call(self, engine, text, kwargs)  # (None: a call it leaves to transformers)
-            return original(self, text, text_pair, **kwargs) if shaped is None else shaped
+            if kind == _SHAPED_CALL:
+                shaped = _shaped_call(self, engine, text, kwargs)  # (None: a call it leaves to transformers)
+                if shaped is not None:
+                    return shaped
+            return original(self, text, text_pair, **kwargs)
 
     def __call__(self: Any, text: Any = None, *args: Any, **kwargs: Any) -> Any:
         # ``tok(text)`` with at most these keywords: straight to peek2, without transformers'
@@ -543,25 +547,39 @@ def _result(data: dict[str, Any], pending: tuple[Any, ...], tensor_type: Any = N
     return result
 
 
-def _is_plain(self: Any, text: Any, kwargs: dict[str, Any]) -> bool:
+_PLAIN_VALUES = {key: allowed if isinstance(allowed, tuple) else (allowed,) for key, allowed in _PLAIN.items()}
+_PLAIN_CALL, _SHAPED_CALL, _OTHER_CALL = 0, 1, 2
+
+
+def _call_kind(self: Any, text: Any, kwargs: dict[str, Any]) -> int:
+    """What ``_encode_plus``'s keywords ask for: a plain call (``_plain_call``), one that pads,
+    truncates or returns arrays (``_shaped_call``), or another (transformers' own path)."""
     _, TruncationStrategy, PaddingStrategy = _names()
     if not _is_text(text):
-        return False
+        return _OTHER_CALL
+    kind = _PLAIN_CALL
     for key, value in kwargs.items():
-        if key in _PLAIN:
-            allowed = _PLAIN[key]
+        allowed = _PLAIN_VALUES.get(key)
+        if allowed is not None:
             # (identity: is_split_into_words=0 is refused by transformers' path, where == False took the plain one; a bug hunt)
-            if not any(value is plain for plain in (allowed if isinstance(allowed, tuple) else (allowed,))):
-                return False
+            for plain in allowed:
+                if value is plain:
+                    break
+            else:
+                if key != "return_tensors":
+                    return _OTHER_CALL
+                kind = _SHAPED_CALL
         elif key == "padding_strategy":
             if value != PaddingStrategy.DO_NOT_PAD:
-                return False
+                kind = _SHAPED_CALL
         elif key == "truncation_strategy":
             if value != TruncationStrategy.DO_NOT_TRUNCATE:
-                return False
-        elif key not in _IGNORED and key not in ("add_special_tokens", "return_attention_mask", "split_special_tokens"):
-            return False  # an argument this path does not know: transformers' own path
-    return kwargs.get("return_token_type_ids") is not None or "token_type_ids" not in self.model_input_names
+                kind = _SHAPED_CALL
+        elif key not in _IGNORED and key not in _CALL_KEYWORDS:
+            return _OTHER_CALL  # an argument these paths do not know: transformers' own path
+    if kwargs.get("return_token_type_ids") is None and "token_type_ids" in self.model_input_names:
+        return _OTHER_CALL
+    return kind
 
 
 def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dict[str, Any]) -> Any:
@@ -620,20 +638,13 @@ def _plain_call(self: Any, engine: Tokenizer, text: str | list[str], kwargs: dic
     return _result(data, (backend, engine, tuple(text), add_special_tokens, split_special_tokens))
 
 
-# The keywords of _encode_plus a call that pads or truncates may set (beside _PLAIN's, of which
-# return_tensors may be any): what _shaped_call does with each is what the backend does.
-_SHAPING_KEYWORDS = frozenset(
-    {"padding_strategy", "truncation_strategy", "max_length", "stride", "pad_to_multiple_of", "padding_side", "verbose"}
-    | {"add_special_tokens", "return_attention_mask", "split_special_tokens"}
-)
-
-
 def _shaped_call(self: Any, engine: Tokenizer, text: Any, kwargs: dict[str, Any]) -> Any:
     """A call of one text or a batch that pads or truncates, answered from peek2's ids as the
     backend pads and truncates them; None (before any effect) for a call it leaves to transformers.
 
     transformers' own path sets the backend's truncation and padding (set_truncation_and_padding,
-    called here too: the backend is left as that path leaves it), then has the backend encode.
+    whose settings are made here too: the backend is left as that path leaves it), then has the
+    backend encode.
     That path with the Peek2 plugin (a Python pre-tokenizer the backend calls for every text) took
     1.3-1.8x the unpatched time of ``tok(batch, padding=True)`` and the like, where a plain call took 0.05x.
     What the backend does to one sequence a text (tokenizers' ``post_process`` and
@@ -647,16 +658,7 @@ def _shaped_call(self: Any, engine: Tokenizer, text: Any, kwargs: dict[str, Any]
       attention 0 on ``padding_side``; a longer row stays as it is.
     """
     _, TruncationStrategy, PaddingStrategy = _names()
-    if not _is_text(text) or type(self).set_truncation_and_padding is not _ORIGINAL["set_truncation_and_padding"]:
-        return None
-    for key, value in kwargs.items():
-        if key in _PLAIN:
-            allowed = _PLAIN[key]
-            if key != "return_tensors" and not any(value is plain for plain in (allowed if isinstance(allowed, tuple) else (allowed,))):
-                return None
-        elif key not in _SHAPING_KEYWORDS:
-            return None
-    if kwargs.get("return_token_type_ids") is None and "token_type_ids" in self.model_input_names:
+    if type(self).set_truncation_and_padding is not _ORIGINAL["set_truncation_and_padding"]:
         return None
     add_special_tokens = kwargs.get("add_special_tokens", True)
     padding = kwargs.get("padding_strategy", PaddingStrategy.DO_NOT_PAD)
@@ -683,21 +685,32 @@ def _shaped_call(self: Any, engine: Tokenizer, text: Any, kwargs: dict[str, Any]
     padding_target: dict[str, Any] | None = None
     if padding != PaddingStrategy.DO_NOT_PAD:
         side = padding_side if padding_side is not None else self.padding_side
-        pad_id = self.pad_token_id
-        if side not in ("right", "left") or type(pad_id) is not int or pad_id < 0 or not isinstance(self.pad_token, str):
+        pad_id, pad_token = self.pad_token_id, self.pad_token
+        if side not in ("right", "left") or type(pad_id) is not int or pad_id < 0 or not isinstance(pad_token, str):
             return None
         if multiple is not None and (type(multiple) is not int or multiple < 0):
             return None
         length = max_length if padding == PaddingStrategy.MAX_LENGTH else None
         padding_target = {
-            "length": length, "direction": side, "pad_id": pad_id, "pad_token": self.pad_token,
+            "length": length, "direction": side, "pad_id": pad_id, "pad_token": pad_token,
             "pad_type_id": self.pad_token_type_id, "pad_to_multiple_of": multiple,
         }  # fmt: skip
-    self.set_truncation_and_padding(
-        padding_strategy=padding, truncation_strategy=truncation, max_length=max_length, stride=stride,
-        pad_to_multiple_of=multiple, padding_side=padding_side,
-    )  # fmt: skip
+    # What set_truncation_and_padding does (the original, checked above) with the targets made
+    # here: its own call read pad_token_id, pad_token and the sides again (a third of a short
+    # text's call; a bug hunt: tok("", padding=True) took 1.6x the unpatched time).
     backend = self._tokenizer
+    if truncation_target is None:
+        if backend.truncation is not None:
+            backend.no_truncation()
+    else:
+        current = backend.truncation
+        if current is None or {key: current.get(key) for key in truncation_target} != truncation_target:
+            backend.enable_truncation(**truncation_target)
+    if padding_target is None:
+        if backend.padding is not None:
+            backend.no_padding()
+    elif backend.padding != padding_target:
+        backend.enable_padding(**padding_target)
     split_special_tokens = kwargs.get("split_special_tokens")
     if split_special_tokens is None:
         split_special_tokens = self.split_special_tokens
