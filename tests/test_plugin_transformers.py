@@ -46,6 +46,20 @@ def took_the_standalone_path(result: Any) -> bool:
     return type(result) is transformers_patch._plain_result_class()
 
 
+def engines_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets an item for each engine the patch makes from a backend's JSON (none kept from before)."""
+    made: list[int] = []
+    real = transformers_patch.Tokenizer.from_str
+
+    def counted(text: str) -> Any:
+        made.append(1)
+        return real(text)
+
+    monkeypatch.setattr(transformers_patch.Tokenizer, "from_str", staticmethod(counted))
+    monkeypatch.setattr(transformers_patch, "_ENGINES", type(transformers_patch._ENGINES)())
+    return made
+
+
 @pytest.fixture(scope="module")
 def texts(data_dir: Path) -> list[str]:
     by_language: dict[str, list[str]] = {}
@@ -654,15 +668,7 @@ def test_copies_and_settings_set_back_reuse_the_engine(data_dir: Path, patched_t
     engines last made are kept by the backend's saved form and live added tokens."""
     folder = str(data_dir / "tokenizers" / "llama3.1")
     tok, reference = AutoTokenizer.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
-    made: list[int] = []
-    real = transformers_patch.Tokenizer.from_str
-
-    def counted(text: str) -> Any:
-        made.append(1)
-        return real(text)
-
-    monkeypatch.setattr(transformers_patch.Tokenizer, "from_str", staticmethod(counted))
-    monkeypatch.setattr(transformers_patch, "_ENGINES", type(transformers_patch._ENGINES)())
+    made = engines_made(monkeypatch)
     expected = dict(unpatched(reference, "Hello world"))
     assert dict(tok("Hello world")) == expected and len(made) == 1
     for other in (copy.copy(tok), copy.deepcopy(tok), pickle.loads(pickle.dumps(tok)), AutoTokenizer.from_pretrained(folder)):
@@ -674,3 +680,57 @@ def test_copies_and_settings_set_back_reuse_the_engine(data_dir: Path, patched_t
         answers.append((dict(tok("Hello world")), dict(unpatched(reference, "Hello world"))))
     assert answers[0] == answers[2] and all(got == want for got, want in answers)
     assert len(made) == 3  # (True, then False: new engines; True again: the first one)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_tokens_added_after_a_call_reuse_the_engine(data_dir: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> None:
+    """A bug hunt (stop 69): the first call after ``add_tokens`` or ``add_special_tokens`` made
+    peek2's engine again from the backend's JSON, 0.4-1.5 s where the unpatched call takes 0.1 ms.
+    Added tokens do not touch the engine: the tokenizer with the live added tokens shares it, and
+    answers as the unpatched one does, after additions of every kind. (The answers unpatched are
+    taken first: patching again starts a new epoch, which makes the engine from the JSON.)"""
+    from tokenizers import AddedToken
+
+    folder = str(data_dir / "tokenizers" / model)
+    additions: list[tuple[str, Any]] = [
+        ("tokens", ["<new tok>"]),
+        ("tokens", ["hello"]),  # (a vocabulary token: its own id)
+        ("special", {"additional_special_tokens": ["<extra special>"]}),
+        ("tokens", [AddedToken("[gap]", lstrip=True, rstrip=True)]),
+        ("tokens", [AddedToken("caf\u00e9 au lait", normalized=True)]),
+        ("special", {"pad_token": "<pad here>"}),
+        ("tokens", [AddedToken("word", single_word=True)]),
+    ]
+    texts: list[Any] = [
+        "say hello<new tok>world <extra special> twice:  [gap]  x",
+        "un caf\u00e9 au lait <pad here><pad here> a word, words, sword",
+        "<|begin_of_text|><|im_start|>user\nhello<|im_end|>",
+    ]
+    texts.append(list(texts))
+
+    def answers(tok: Any) -> list[Any]:
+        ids = tok("hello<new tok><extra special> [gap] word")["input_ids"]
+        return [dict(tok(text, split_special_tokens=split)) for text in texts for split in (True, False)] + [ids, tok.decode(ids)]
+
+    assert not transformers_patch.is_transformers_patched()
+    reference = AutoTokenizer.from_pretrained(folder)
+    expected = []
+    for kind, new in additions:
+        reference.add_tokens(new) if kind == "tokens" else reference.add_special_tokens(new)
+        expected.append(answers(reference))
+    made = engines_made(monkeypatch)
+    peek2.patch_transformers()
+    try:
+        tok = AutoTokenizer.from_pretrained(folder)
+        tok("Hello world")
+        first = transformers_patch._STATE[tok][1]
+        assert first is not None and made == [1]
+        for (kind, new), want in zip(additions, expected):
+            tok.add_tokens(new) if kind == "tokens" else tok.add_special_tokens(new)
+            assert took_the_standalone_path(tok(texts[0])), (kind, new)
+            assert answers(tok) == want, (kind, new)
+            engine = transformers_patch._STATE[tok][1]
+            assert engine is not None and engine._engine is first._engine, (kind, new)
+        assert made == [1]
+    finally:
+        peek2.unpatch_transformers()
