@@ -1,6 +1,9 @@
 """Start-up: ``Tokenizer.from_file`` against tokenizers' ``Tokenizer.from_file``, in one process.
 
-    python scripts/bench_load.py [--runs 5] [--model llama3.2 --model qwen3 ...]
+    python scripts/bench_load.py [--runs 5] [--model llama3.2 --model qwen3 ...] [--model gpt2]
+
+A folder of GPT-2's own ``encoder.json`` + ``vocab.bpe`` (``--model gpt2``) is loaded by
+``Tokenizer.from_gpt2_files`` against tokenizers' ``Tokenizer(models.BPE.from_file(...))``.
 
 Four ways to load, interleaved, medians of --runs: tokenizers; peek2 with its load cache off
 (``PEEK2_CACHE=0``: JSON, the byte-level alphabet, the merge and whole-character tables);
@@ -19,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -42,6 +46,23 @@ def seconds(run: Callable[[], object]) -> float:
     return elapsed
 
 
+def loaders(folder: Path, reference: Any) -> tuple[Callable[[], Tokenizer], Callable[[], object]]:
+    """peek2's load of a model folder and tokenizers' (GPT-2's own two files where it has no tokenizer.json)."""
+    if (folder / "tokenizer.json").exists() or not (folder / "encoder.json").exists():
+        path = folder / "tokenizer.json"
+        return (lambda: Tokenizer.from_file(path)), (lambda: reference.from_file(str(path)))
+    from tokenizers import models, pre_tokenizers
+
+    encoder, merges = folder / "encoder.json", folder / "vocab.bpe"
+
+    def gpt2_reference() -> object:
+        tok = reference(models.BPE.from_file(str(encoder), str(merges)))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        return tok
+
+    return (lambda: Tokenizer.from_gpt2_files(encoder, merges)), gpt2_reference
+
+
 def main() -> int:
     args = start_up_arguments(__doc__).parse_args()
     from tokenizers import Tokenizer as Reference
@@ -52,23 +73,20 @@ def main() -> int:
         print(f"median of {args.runs} interleaved loads, seconds (ratio: tokenizers' time / this time)")
         print(f"  {'model':10} {'tokenizers':>10} {'no cache':>16} {'first load':>16} {'cached':>16}")
         for model in args.model or START_UP_MODELS:
-            path = args.tokenizers / model / "tokenizer.json"
+            peek2_load, reference_load = loaders(args.tokenizers / model, Reference)
 
             def uncached() -> object:
                 os.environ["PEEK2_CACHE"] = "0"
                 try:
-                    return Tokenizer.from_file(path)
+                    return peek2_load()
                 finally:
                     del os.environ["PEEK2_CACHE"]
 
-            def first() -> object:
-                return Tokenizer.from_file(path)
-
             loads: dict[str, Callable[[], object]] = {
-                "tokenizers": lambda: Reference.from_file(str(path)),
+                "tokenizers": reference_load,
                 "no cache": uncached,
-                "first load": first,
-                "cached": lambda: Tokenizer.from_file(path),
+                "first load": peek2_load,
+                "cached": peek2_load,
             }
             times: dict[str, list[float]] = {name: [] for name in loads}
             for _ in range(args.runs):
@@ -81,7 +99,7 @@ def main() -> int:
             print(f"  {model:10} {median['tokenizers']:10.3f} " + " ".join(f"{c:>16}" for c in cells))
         text = "Cafe\u0301 co\u0301digo " * 100
         for model in args.model or START_UP_MODELS:
-            tok = Tokenizer.from_file(args.tokenizers / model / "tokenizer.json")
+            tok = loaders(args.tokenizers / model, Reference)[0]()
             print(f"first encode_with_offsets after load, {model}: {seconds(lambda: tok.encode_with_offsets(text)) * 1000:.1f} ms, "
                   f"second: {seconds(lambda: tok.encode_with_offsets(text)) * 1000:.1f} ms")
     finally:
