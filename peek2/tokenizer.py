@@ -406,6 +406,8 @@ class Tokenizer:
             raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
         from peek2.pretokenize.families import find_tiktoken_family
 
+        if not isinstance(pattern, str):  # (the compiled lookup's own message named no parameter: "str object expected")
+            raise TypeError(f"pattern must be a family name, a tiktoken encoding's name or its pat_str (str), not {type(pattern).__name__}")
         family = find_tiktoken_family(pattern).name
         specials = _special_tokens(special_tokens) or {}
         from peek2.formats import load_cache

@@ -588,3 +588,43 @@ def test_non_json_constants_are_refused_as_tokenizers_refuses_them(tmp_path: Pat
         tokenizers.Tokenizer.from_file(str(path))
     with pytest.raises(TokenizerFormatError, match=f"tokenizer.json: not valid JSON: {constant} is not a JSON value"):
         Tokenizer.from_file(path)
+
+
+def test_a_merge_string_starting_with_version_is_a_header_as_tokenizers_reads_it() -> None:
+    """A bug hunt (stop 70): tokenizers skips a merge written as a string that starts with
+    ``#version`` wherever it is in the list (a header line of ``merges.txt``); peek2 applied it
+    ("#versions" gave one id where tokenizers gives two), and refused a file with a
+    ``"#version: 0.2"`` merge, which tokenizers loads. Written as a pair, such a merge applies."""
+    word, merges = "#", []
+    for ch in "versions":
+        merges.append((word.encode(), ch.encode()))
+        word += ch
+    merges += MERGES
+    as_pairs = json.loads(byte_level_file(TOKENS, merges))
+    as_strings = json.loads(json.dumps(as_pairs))
+    as_strings["model"]["merges"] = [f"{left} {right}" for left, right in as_pairs["model"]["merges"]]
+    with_header = json.loads(json.dumps(as_strings))
+    with_header["model"]["merges"][3:3] = ["#version: 0.2", "#version"]
+    texts = ["#versions", "#version 2 hello world", "# versions"]
+    for edited in (as_pairs, as_strings, with_header):
+        reference = tokenizers.Tokenizer.from_str(json.dumps(edited))
+        tok = Tokenizer.from_str(json.dumps(edited))
+        for text in texts:
+            assert tok.encode(text) == reference.encode(text).ids, (edited["model"]["merges"][:9], text)
+    assert Tokenizer.from_str(json.dumps(as_strings)).encode("#versions") != Tokenizer.from_str(json.dumps(as_pairs)).encode("#versions")
+
+
+def test_rank_files_and_tiktoken_arguments_a_hunt_broke(tmp_path: Path) -> None:
+    """A bug hunt (stop 70): a rank of 5,000 digits raised int()'s own error, naming no file or
+    line ("Exceeds the limit (4300 digits)"), and a pattern not a str raised the compiled lookup's
+    "str object expected; got None", naming no parameter."""
+    tokens = [bytes([b]) for b in range(256)]
+    rank_file(tmp_path / "r.tiktoken", tokens)
+    with open(tmp_path / "r.tiktoken", "ab") as handle:
+        handle.write(base64.b64encode(b"he") + b" 1" + b"0" * 5000 + b"\n")
+    with pytest.raises(ValueError, match=r"r.tiktoken:257: rank 1000.* is too large"):
+        Tokenizer.from_tiktoken(tmp_path / "r.tiktoken", pattern="llama3")
+    rank_file(tmp_path / "r.tiktoken", tokens)
+    for pattern in (None, 5, b"llama3"):
+        with pytest.raises(TypeError, match="pattern must be a family name"):
+            Tokenizer.from_tiktoken(tmp_path / "r.tiktoken", pattern=pattern)  # type: ignore[arg-type]

@@ -162,12 +162,22 @@ def _merge_parts(merge: object) -> tuple[bool, str, str]:
     return False, "", ""
 
 
+def is_header(merge: object) -> bool:
+    """Whether a merge of a list of strings is one tokenizers skips, wherever it is: a line of
+    ``merges.txt`` that starts with ``#version``, its header. (Applied here, such a merge gave
+    other ids, and ``"#version: 0.2"`` refused a file tokenizers loads; a bug hunt.)"""
+    return isinstance(merge, str) and merge.startswith("#version")
+
+
 def merge_bytes(raw: list[object]) -> list[tuple[bytes, bytes]] | None:
-    """The merges (``"left right"`` strings or ``[left, right]`` pairs) in bytes; None if one is
-    malformed or outside the alphabet, or the list holds both forms."""
+    """The merges (``"left right"`` strings or ``[left, right]`` pairs) in bytes, headers of
+    strings left out (``is_header``); None if one is malformed or outside the alphabet, or the
+    list holds both forms."""
     merges: list[tuple[bytes, bytes]] = []
     strings = bool(raw) and isinstance(raw[0], str)
     for merge in raw:
+        if strings and is_header(merge):
+            continue
         well_formed, first, second = _merge_parts(merge)
         if not well_formed or isinstance(merge, str) != strings:
             return None
@@ -181,7 +191,8 @@ def merge_bytes(raw: list[object]) -> list[tuple[bytes, bytes]] | None:
 
 def merge_ids(raw: list[object], ids: dict[str, int]) -> bytes | None:
     """The merges (``"left right"`` strings or ``[left, right]`` pairs) as the ids of their two
-    tokens, two little-endian int32 a merge (``peek2.spec.RankedMerges``), looked up by the tokens'
+    tokens, two little-endian int32 a merge (``peek2.spec.RankedMerges``; headers left out, as
+    ``merge_bytes`` leaves them), looked up by the tokens'
     text in ``ids`` (the file's vocabulary, every token in the byte-level alphabet); None if one is
     malformed or names a token not in ``ids``, or the list holds both forms (``merge_bytes`` then
     finds what to report).
@@ -194,6 +205,8 @@ def merge_ids(raw: list[object], ids: dict[str, int]) -> bytes | None:
     pairs = BytesWriter()
     strings = bool(raw) and isinstance(raw[0], str)
     for merge in raw:
+        if strings and is_header(merge):
+            continue
         well_formed, first, second = _merge_parts(merge)
         if not well_formed or isinstance(merge, str) != strings:  # (both forms in one list: refused, as tokenizers does)
             return None

@@ -23,7 +23,7 @@ from typing import Any
 
 from peek2.pretokenize.families import FAMILIES, UnsupportedPatternError, find_sequence
 from peek2.bpe.engine_tables import MAX_ID
-from peek2.bpe.vocab import merge_bytes, merge_ids, vocab_bytes
+from peek2.bpe.vocab import is_header, merge_bytes, merge_ids, vocab_bytes
 from peek2.formats.byte_level import to_bytes
 from peek2.spec import AddedToken, RankedMerges, TokenizerFormatError, TokenizerSpec
 
@@ -322,6 +322,8 @@ def _merges(raw: list[Any], raw_vocab: dict[str, Any], vocab: dict[bytes, int], 
         return fast
     merges: list[tuple[bytes, bytes]] = []
     for rank, merge in enumerate(raw):
+        if isinstance(raw[0], str) and is_header(merge):
+            continue
         if isinstance(merge, str):
             parts = merge.split(" ")
         elif isinstance(merge, list):

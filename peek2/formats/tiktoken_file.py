@@ -68,6 +68,8 @@ def parse_ranks(data: bytes, source: str = "<bytes>") -> dict[bytes, int]:
             token = base64.b64decode(fields[0], validate=True)
         except binascii.Error:
             raise ValueError(f"{source}:{number}: token {fields[0][:80]!r} is not valid base64") from None
+        if len(fields[1]) > 19:  # (a larger rank is no id; int() of 4,300 digits or more raised without file or line)
+            raise ValueError(f"{source}:{number}: rank {fields[1][:20].decode()}... is too large")
         rank = int(fields[1])
         if not token:
             raise ValueError(f"{source}:{number}: empty token")
