@@ -105,8 +105,8 @@ from peek2.pretokenize.families import SEQUENCES as SEQUENCES  # noqa: E402
 from peek2.pretokenize.families import TIKTOKEN_PATTERNS as TIKTOKEN_PATTERNS  # noqa: E402
 from peek2.pretokenize.families import UnsupportedPatternError as UnsupportedPatternError  # noqa: E402
 from peek2.pretokenize.pattern import Peek2Pattern as Peek2Pattern  # noqa: E402
-from peek2.pretokenize.pattern import split as split  # noqa: E402
-from peek2.pretokenize.pattern import split_offsets as split_offsets  # noqa: E402
+from peek2.pretokenize.public import split as split  # noqa: E402
+from peek2.pretokenize.public import split_offsets as split_offsets  # noqa: E402
 from peek2.spec import TokenizerFormatError as TokenizerFormatError  # noqa: E402
 from peek2.tokenizer import AmbiguousAddedTokensWarning as AmbiguousAddedTokensWarning  # noqa: E402
 from peek2.tokenizer import Encoding as Encoding  # noqa: E402

@@ -133,8 +133,8 @@ def test_pattern_pickles_by_family(family: str) -> None:
 def test_docstring_examples() -> None:
     # doctest cannot see into compiled functions, so the examples run on the pure path.
     script = (
-        "import doctest, peek2, peek2.pretokenize.families, peek2.pretokenize.pattern, peek2.normalize.scalar_set\n"
-        "for m in (peek2, peek2.pretokenize.families, peek2.pretokenize.pattern, peek2.normalize.scalar_set):\n"
+        "import doctest, peek2, peek2.pretokenize.families, peek2.pretokenize.public, peek2.normalize.scalar_set\n"
+        "for m in (peek2, peek2.pretokenize.families, peek2.pretokenize.public, peek2.normalize.scalar_set):\n"
         "    r = doctest.testmod(m)\n"
         "    print(m.__name__, r.attempted, r.failed)\n"
     )
@@ -151,3 +151,14 @@ def test_readme_examples() -> None:
     readme = Path(__file__).resolve().parent.parent / "README.md"
     failures, attempted = doctest.testfile(str(readme), module_relative=False)
     assert attempted > 0 and failures == 0
+
+
+def test_help_shows_the_public_docstrings() -> None:
+    """A bug hunt (stop 70): in the compiled build, ``help(peek2.split)``, ``split_offsets`` and
+    ``Peek2Pattern`` showed no docstring (mypyc keeps none), though the README shows them first."""
+    import pydoc
+
+    for obj in (peek2.split, peek2.split_offsets, peek2.Peek2Pattern, peek2.Tokenizer, peek2.Tokenizer.encode, peek2.encode, peek2.patch):
+        assert obj.__doc__ and obj.__doc__.strip(), obj
+        assert obj.__doc__.split("\n")[0].strip() in pydoc.render_doc(obj), obj
+    assert ">>>" in peek2.split.__doc__ and ">>>" in (peek2.Peek2Pattern.__doc__ or "")

@@ -1,8 +1,9 @@
-"""The public pre-tokenizer: ``split`` / ``split_offsets`` and the ``Peek2Pattern`` they use.
+"""``Peek2Pattern``, the public pre-tokenizer's class, and ``resolve``, which ``peek2.split`` uses.
 
 This is the boundary in front of the compiled scanner (``peek2.pretokenize.scanner``): it checks
 types, resolves a family from a name or pattern string once (cached), and hands
-the scanner the family's category table and digit limit.
+the scanner the family's category table and digit limit. ``peek2.split`` and ``split_offsets``
+are plain Python in ``peek2.pretokenize.public``, where ``help()`` finds their docstrings.
 """
 
 from __future__ import annotations
@@ -14,18 +15,7 @@ from peek2.pretokenize.families import find_family
 
 
 class Peek2Pattern:
-    """A pattern family ready to split text: build it from a family name or a pattern string.
-
-    >>> p = Peek2Pattern("llama3")
-    >>> p.split("Hello world's 12345!")
-    ['Hello', ' world', "'s", ' ', '123', '45', '!']
-    >>> p.split_offsets("Hi  there")
-    [(0, 2), (2, 3), (3, 9)]
-
-    Raises:
-        TypeError: the argument is not a str.
-        UnsupportedPatternError (a ValueError): not a supported family or pattern.
-    """
+    """A pattern family ready to split text (its docstring, with examples: ``peek2.pretokenize.public``)."""
 
     def __init__(self, pattern: object = "llama3") -> None:
         # (arguments typed object in this compiled module, checked here: mypyc's own check named
@@ -94,27 +84,3 @@ def resolve(pattern: object) -> Peek2Pattern:
         resolved = Peek2Pattern(pattern)
         _RESOLVED[pattern] = resolved
     return resolved
-
-
-def split(text: object, pattern: object = "llama3") -> list[str]:
-    """Split ``text`` into pieces exactly like ``Split(Regex(pattern), "isolated")`` of tokenizers.
-
-    >>> split("I've 1234 apples\\n\\n")
-    ['I', "'ve", ' ', '123', '4', ' apples', '\\n\\n']
-    >>> split("I've 1234", pattern="qwen2")
-    ['I', "'ve", ' ', '1', '2', '3', '4']
-
-    Raises:
-        TypeError: ``text`` is not a str.
-        ValueError: ``text`` holds a lone surrogate, or ``pattern`` is not supported.
-    """
-    return resolve(pattern).split(text)
-
-
-def split_offsets(text: object, pattern: object = "llama3") -> list[tuple[int, int]]:
-    """The ``(start, end)`` character offsets of ``split(text, pattern)``.
-
-    >>> split_offsets("Hi there")
-    [(0, 2), (2, 8)]
-    """
-    return resolve(pattern).split_offsets(text)
