@@ -1103,12 +1103,13 @@ class Tokenizer:
     # disk since is refused instead of loading silently as another vocabulary. The file's size and
     # mtime at load are checked when pickling, so a change between load and pickle is refused too.
 
-    def _with_added_tokens(self, added: list[AddedToken]) -> Tokenizer:
-        """A tokenizer of this one's model with ``added`` as its added tokens (ids as given), made in
-        milliseconds: it shares this one's engine and piece cache, which added tokens do not touch
-        (the transformers patch after ``add_tokens``: a new load took 0.4-1.5 s). It pickles as
-        neither was loaded (a spec in memory)."""
-        spec = dataclasses.replace(self.spec, added_tokens=added, notices=())
+    def _same_model(self, **changes: Any) -> Tokenizer:
+        """A tokenizer of this one's model (vocabulary, merges, pattern, normalizer) with ``changes``
+        to the rest of its spec (``added_tokens``, ids as given; the post-processor's fields), made
+        in milliseconds: it shares this one's engine and piece cache, which those do not touch
+        (the transformers patch after ``add_tokens`` or a new post-processor: a new load took
+        0.3-3 s). It pickles as neither was loaded (a spec in memory)."""
+        spec = dataclasses.replace(self.spec, notices=(), **changes)
         return Tokenizer(spec, cache_size=self._engine.cache_size, _engine_of=self)
 
     def __copy__(self) -> Tokenizer:

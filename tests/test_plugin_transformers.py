@@ -734,3 +734,42 @@ def test_tokens_added_after_a_call_reuse_the_engine(data_dir: Path, monkeypatch:
         assert made == [1]
     finally:
         peek2.unpatch_transformers()
+
+
+@pytest.mark.parametrize("model", ["llama3.1", "deepseek-v3"])
+def test_post_processor_toggles_and_copies_write_no_json(data_dir: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> None:
+    """A bug hunt (stop 70): ``add_eos_token`` or ``add_bos_token`` set at each batch, and each
+    ``copy.copy`` of a tokenizer, made the next patched call write the backend's whole JSON to find
+    its engine (0.3-3 s a call; unpatched under 1 ms). A new post-processor leaves the model as it
+    was: the engine is made from the one before, and the states met before are kept by the backend."""
+    folder = str(data_dir / "tokenizers" / model)
+    texts = ["Hello world", ["a b", "<|im_start|>user\nhi<|im_end|>", ""]]
+    states = [(True, False), (True, True), (False, True), (False, False), (True, False)]
+    assert not transformers_patch.is_transformers_patched()
+    reference = AutoTokenizer.from_pretrained(folder)
+    expected = []
+    for bos, eos in states:
+        reference.add_bos_token, reference.add_eos_token = bos, eos
+        expected.append([dict(reference(text)) for text in texts])
+    assert expected[0] != expected[1] != expected[2] != expected[3]  # (the post-processors differ)
+    written: list[int] = []
+    real = transformers_patch._saved_form
+
+    def counted(backend: Any) -> str:
+        written.append(1)
+        return real(backend)
+
+    monkeypatch.setattr(transformers_patch, "_saved_form", counted)
+    peek2.patch_transformers()
+    try:
+        tok = AutoTokenizer.from_pretrained(folder)
+        tok("warm up")
+        for (bos, eos), want in zip(states, expected):
+            tok.add_bos_token, tok.add_eos_token = bos, eos
+            for other in (tok, copy.copy(tok)):
+                got = [other(text) for text in texts]
+                assert all(took_the_standalone_path(g) for g in got), (bos, eos)
+                assert [dict(g) for g in got] == want, (bos, eos)
+        assert written == [1]
+    finally:
+        peek2.unpatch_transformers()

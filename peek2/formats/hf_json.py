@@ -235,8 +235,7 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
     if len(vocab) < len(raw_vocab):  # added tokens listed in the vocabulary too, outside the alphabet (DeepSeek-V3)
         raw_vocab = {token: token_id for token, token_id in raw_vocab.items() if token not in contents or to_bytes(token) is not None}
     merges = _merges(_field(model, "merges", "model", source, list), raw_vocab, vocab, source)
-    prefix_ids, suffix_ids = _post_processor(data.get("post_processor"), "post_processor", source)
-    trim_steps = _trim_steps(data.get("post_processor"))
+    post = post_processor_fields(data.get("post_processor"), source)
     _decoder(data.get("decoder"), source)
     return TokenizerSpec(
         family=family,
@@ -245,17 +244,27 @@ def parse(data: Any, source: str = "<object>") -> TokenizerSpec:
         ignore_merges=_flag(model, "ignore_merges", "model", source, False),
         added_tokens=added,
         normalizer=_normalizer(data.get("normalizer"), "normalizer", source),
-        prefix_ids=prefix_ids,
-        suffix_ids=suffix_ids,
         byte_fallback=_flag(model, "byte_fallback", "model", source, False),
         unk_token=_optional_str(model, "unk_token", "model", source),
         fuse_unk=_flag(model, "fuse_unk", "model", source, False),
         source=source,
-        trim_offsets=(True, trim_steps[0][0]) if trim_steps else (False, False),
-        trim_again=tuple(trim_steps[1:]),
         prefix_space=prefix_space,
         notices=notices,
+        **post,
     )
+
+
+def post_processor_fields(raw: Any, source: str) -> dict[str, Any]:
+    """The fields of a spec that a post-processor (``raw``, its JSON object, or None) decides: the
+    ids it puts before and after a text, and its offset trimming."""
+    prefix_ids, suffix_ids = _post_processor(raw, "post_processor", source)
+    trim_steps = _trim_steps(raw)
+    return {
+        "prefix_ids": prefix_ids,
+        "suffix_ids": suffix_ids,
+        "trim_offsets": (True, trim_steps[0][0]) if trim_steps else (False, False),
+        "trim_again": tuple(trim_steps[1:]),
+    }
 
 
 MAX_NESTING = 127

@@ -41,12 +41,13 @@ import os
 import threading
 import warnings
 import weakref
-from typing import Any
+from typing import Any, cast
 
 from peek2.extras import install_hint
 from peek2.pretokenize.families import UnsupportedPatternError
 from peek2.pretokenize.scanner import first_surrogate
 from peek2.plugin.pre_tokenizer import patch, patched_family, unpatch
+from peek2.formats.hf_json import post_processor_fields
 from peek2.spec import AddedToken, TokenizerFormatError
 from peek2.tokenizer import AmbiguousAddedTokensWarning, Tokenizer
 
@@ -293,14 +294,66 @@ def _engine(self: Any) -> Tokenizer | None:
     state = _STATE.get(self)
     if state is not None and state[0] == fingerprint:
         return state[1]
-    if state is not None and state[1] is not None and state[0][0] == fingerprint[0] and state[0][2] == fingerprint[2]:
-        # Only tokens were added since (the epoch and post-processor are the same): the engine of
-        # the same model with the live added tokens, made in milliseconds (a new engine from the
-        # backend's JSON took 0.4-1.5 s at the first call after ``add_tokens``).
-        derived = _with_live_added_tokens(state[1], backend)
-        if derived is not None:
-            _STATE[self] = (fingerprint, derived)
-            return derived
+    # The engines of this backend's last states (a copy.copy of the tokenizer shares it, and
+    # add_eos_token or add_bos_token set back and forth gives back an earlier post-processor).
+    known: collections.OrderedDict[tuple[int, int, bytes], Tokenizer | None] = backend.__dict__.setdefault(_KNOWN, collections.OrderedDict())
+    with _LOCKING:
+        engine = known.get(fingerprint, _UNKNOWN)
+    if engine is _UNKNOWN:
+        engine = _derived(known, fingerprint, backend)
+        if engine is _UNKNOWN:
+            engine = _made(backend)
+        with _LOCKING:
+            known[fingerprint] = engine
+            while len(known) > ENGINES_KEPT:
+                known.popitem(last=False)
+    _STATE[self] = (fingerprint, engine)
+    return cast("Tokenizer | None", engine)
+
+
+_KNOWN = "_peek2_engines"  # on the backend: its last states' engines, by fingerprint
+_UNKNOWN: Any = object()
+
+
+def _derived(known: collections.OrderedDict[tuple[int, int, bytes], Tokenizer | None], fingerprint: tuple[int, int, bytes], backend: Any) -> Any:
+    """The engine of the backend's state ``fingerprint`` made from the engine of an earlier state
+    of the same epoch, in milliseconds: tokens added and a new post-processor (``add_eos_token``,
+    ``add_bos_token``) leave the model as it was. ``_UNKNOWN`` where there is none, or where the
+    full path must decide. (Made from the backend's JSON, the first call after ``add_tokens`` or
+    a toggle of ``add_eos_token`` took 0.3-3 s, most of it writing that JSON; bug hunts.)"""
+    with _LOCKING:
+        earlier = [(f, e) for f, e in known.items() if f[0] == fingerprint[0] and e is not None]
+    if not earlier:
+        return _UNKNOWN
+    before, engine = earlier[-1]
+    changes: dict[str, Any] = {}
+    if before[2] != fingerprint[2]:
+        try:  # (the post-processor's state is its JSON, as the backend's own JSON writes it)
+            changes = post_processor_fields(json.loads(fingerprint[2]) if fingerprint[2] else None, engine.spec.source)
+        except (NotImplementedError, TokenizerFormatError, ValueError):
+            return _UNKNOWN
+    added: list[AddedToken] = []
+    contents: set[str] = set()
+    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
+        content = token.content
+        if content in contents:
+            return _UNKNOWN  # (see _with_live_ids)
+        contents.add(content)
+        if content:  # (as a load leaves out an empty content)
+            added.append(AddedToken(token_id, content, token.special, token.normalized, token.lstrip, token.rstrip, token.single_word))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            derived = engine._same_model(added_tokens=added, **changes)
+        except (NotImplementedError, TokenizerFormatError):
+            return _UNKNOWN  # (the full path gives the same refusal, or the backend's own answer)
+    if any(issubclass(w.category, AmbiguousAddedTokensWarning) for w in caught):
+        return _UNKNOWN  # (see _new_engine)
+    return derived
+
+
+def _made(backend: Any) -> Tokenizer | None:
+    """The engine of the backend as it is, from its JSON (the engines last made are kept by it)."""
     engine: Tokenizer | None
     patched_here = False
     try:
@@ -327,31 +380,7 @@ def _engine(self: Any) -> Tokenizer | None:
         engine = None
     except (NotImplementedError, UnsupportedPatternError, TokenizerFormatError):
         engine = None
-    _STATE[self] = (fingerprint, engine)
     return engine
-
-
-def _with_live_added_tokens(engine: Tokenizer, backend: Any) -> Tokenizer | None:
-    """``engine``'s model with the backend's added tokens as they are now, or None where the
-    full path must decide (a content added twice, or tokens alike once normalized)."""
-    added: list[AddedToken] = []
-    contents: set[str] = set()
-    for token_id, token in sorted(backend.get_added_tokens_decoder().items()):
-        content = token.content
-        if content in contents:
-            return None
-        contents.add(content)
-        if content:  # (as a load leaves out an empty content)
-            added.append(AddedToken(token_id, content, token.special, token.normalized, token.lstrip, token.rstrip, token.single_word))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            derived = engine._with_added_tokens(added)
-        except (NotImplementedError, TokenizerFormatError):
-            return None  # (the full path gives the same refusal, or the backend's own answer)
-    if any(issubclass(w.category, AmbiguousAddedTokensWarning) for w in caught):
-        return None  # (see _new_engine)
-    return derived
 
 
 def _new_engine(saved: str, backend: Any) -> Tokenizer | None:
