@@ -175,3 +175,34 @@ def test_named_model_from_its_package(encodings: Any) -> None:
     for text in EDGES + [atoms_text(rng) for _ in range(500)]:
         check(reference, named, text)
     assert peek2.encode("Hello world<|endoftext|>", model=name) == reference.encode("Hello world<|endoftext|>", allowed_special="all")
+
+
+@pytest.mark.parametrize("unit", [" \n", " \r\n", "\t\n", "\n  ", "\t\t\n "])
+def test_streams_cut_whitespace_runs_with_newlines(encodings: Any, unit: str) -> None:
+    """A bug hunt (stop 70): cl100k's stream held a whitespace run with newlines whole until it
+    ended (``" \\n" * 300_000``: 600,001 characters pending, one id sent before ``finish``;
+    prompt sessions quadratic, the CLI's memory not flat), since tiktoken's ``\\s++$`` makes such a
+    run one piece at the end of a text and the newline rule looked for a piece ending at its last
+    newline. Whatever follows, the run's first piece goes on at least to that newline there too."""
+    name, reference, ours = encodings
+    limit = ours.stream_encoder()._stream.plan.interior_min
+    rng = random.Random(70)
+    for tail in ("", "x", " ", "\n", " x"):
+        text = "Hello" + unit * (20 * limit // len(unit)) + tail
+        encoder = ours.stream_encoder()
+        ids: list[int] = []
+        longest = 0
+        at = 0
+        while at < len(text):
+            step = rng.choice([1, 7, 100, 1000])
+            encoder.feed(text[at : at + step], ids)
+            longest = max(longest, encoder.pending_chars)
+            at += step
+        early = len(ids)
+        assert encoder.finish(ids) == reference.encode_ordinary(text), (name, tail)
+        assert longest <= 2 * limit, f"{name} {unit!r} {tail!r}: {longest} characters pending"
+        assert early >= 0.8 * len(ids)
+        session = ours.prompt_session(add_special_tokens=False)
+        for at in range(0, len(text), 997):
+            session.append(text[at : at + 997])
+        assert session.ids == reference.encode_ordinary(text)

@@ -121,6 +121,7 @@ one ``encode`` of them in the same process, best of 7, alternating processes of 
 
 from __future__ import annotations
 
+import bisect
 import re
 import weakref
 from codecs import utf_8_decode
@@ -287,11 +288,13 @@ class StreamPlan:
         # same for rest_probes: enough where no apostrophe is among a text's last two scalars.
         self.plain_probes: list[str] = []
         self.plain_rest_probes: list[str] = []
-        # Whitespace to the scanner (what a run of it may hold), and whether a whitespace run at the
-        # end of a text is cut after its last newline (``\s*[\r\n]+``; not GPT-2's pattern).
+        # Whitespace to the scanner (what a run of it may hold), and whether a whitespace run's
+        # first piece goes on to its last newline whatever follows (``\s*[\r\n]+``; cl100k's
+        # ``\s++$`` takes the whole run at the end of a text, so on past that newline; not GPT-2's
+        # pattern, whose run gives its last space to what follows).
         pattern = tok.pattern
         self.space_chars: Final[str] = "".join(c for c in sorted(WHITESPACE) if pattern.split_ends(" " + c + " " + c) == [4])
-        self.newline_cut: Final[bool] = pattern.split_ends("  \n  ") == [3, 5]
+        self.newline_cut: Final[bool] = pattern.split_ends("  \n  ") in ([3, 5], [5]) and pattern.split_ends("  \n  x")[0] == 3
         # A scalar's bytes and the first byte of the next -> whether a token may cross between them
         # (peek2.serving.marks_run asks, pair by pair).
         self.crossings: Final[dict[bytes, bool]] = {}
@@ -992,9 +995,7 @@ class StreamEngine:
         if newline < 0:
             return None
         ends: list[int] = self.tok.pattern.split_ends(text)
-        if newline + 1 not in ends:
-            return None
-        k = ends.index(newline + 1)
+        k = bisect.bisect_right(ends, newline)  # the piece that holds the last newline (cl100k: to the end)
         start: i64 = ends[k - 1] if k else 0
         if start < w or newline + 1 - start < 2:
             return None
