@@ -773,3 +773,34 @@ def test_post_processor_toggles_and_copies_write_no_json(data_dir: Path, monkeyp
         assert written == [1]
     finally:
         peek2.unpatch_transformers()
+
+
+def test_tokens_added_one_at_a_time_compile_no_search_until_a_text_needs_it(data_dir: Path) -> None:
+    """A bug hunt (stop 70): each tokenizer made again after ``add_tokens`` compiled the patterns
+    of all its added tokens' contents (six, in three searches), so a call after each addition
+    cost time in proportion to the tokens added: 0.9-1.8 s each with 5,000 (unpatched 1.5 ms).
+    The searches are compiled where a text needs them; a text without any token's first two
+    characters needs none."""
+    folder = str(data_dir / "tokenizers" / "llama3.1")
+    assert not transformers_patch.is_transformers_patched()
+    reference = AutoTokenizer.from_pretrained(folder)
+    reference.add_tokens([f"<bulk{k}>" for k in range(2000)])
+    texts = ["Hello world", "a <bulk7> b <more3><|eot_id|>", "<bulk1999><more0>"]
+    expected = []
+    for k in range(5):
+        reference.add_tokens([f"<more{k}>"])
+        expected.append([reference(text)["input_ids"] for text in texts])
+    peek2.patch_transformers()
+    try:
+        tok = AutoTokenizer.from_pretrained(folder)
+        tok("warm up")
+        tok.add_tokens([f"<bulk{k}>" for k in range(2000)])
+        for k in range(5):
+            tok.add_tokens([f"<more{k}>"])
+            assert tok(texts[0])["input_ids"] == expected[k][0]
+            engine = transformers_patch._STATE[tok][1]
+            assert engine is not None
+            assert not engine._raw_matcher._contents._ready and not engine._normalized_matcher._contents._ready
+            assert [tok(text)["input_ids"] for text in texts] == expected[k]
+    finally:
+        peek2.unpatch_transformers()

@@ -19,10 +19,13 @@ MAX_ID = (1 << ID_BITS) - 1
 """The largest token id the engine takes."""
 
 
-def largest_spec_id(spec: TokenizerSpec) -> int:
+def largest_spec_id(spec: TokenizerSpec, vocab_top: int | None = None) -> int:
     """The largest id of ``spec`` (-1 if none); TokenizerFormatError where it is above the engine's
-    limit, before any table is made at its size (an id of 2**27 took 2 GB first; a bug hunt)."""
-    top = max([max(spec.vocab.values(), default=-1), *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
+    limit, before any table is made at its size (an id of 2**27 took 2 GB first; a bug hunt).
+    ``vocab_top``: the largest id of its vocabulary, where known (a max over it takes 7 ms)."""
+    if vocab_top is None:
+        vocab_top = max(spec.vocab.values(), default=-1)
+    top = max([vocab_top, *(t.id for t in spec.added_tokens), *spec.prefix_ids, *spec.suffix_ids, -1])
     if top > MAX_ID:
         raise TokenizerFormatError(f"{spec.source}: token id {top} is too large (at most {MAX_ID})")
     return top

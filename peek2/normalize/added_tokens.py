@@ -71,7 +71,7 @@ def is_word_char(char: str) -> bool:
     return 0x24B6 <= code <= 0x24E9 or (0x1F130 <= code <= 0x1F189 and (code - 0x1F130) % 32 < 26)
 
 
-def occurrence_pattern(contents: Iterable[str], longest: bool = False) -> re.Pattern[str] | None:
+def occurrence_pattern(contents: Iterable[str], longest: bool = False, grouped: bool = False) -> re.Pattern[str] | None:
     """A pattern that matches where one of ``contents`` starts (None for no contents): their trie
     as nested alternatives, each stopping at the shortest content, since only whether one occurs is
     asked. An alternation of the contents themselves tries each at every position: over
@@ -80,7 +80,10 @@ def occurrence_pattern(contents: Iterable[str], longest: bool = False) -> re.Pat
 
     ``longest``: the same trie, matching the longest content instead (a content that ends at a
     node is the last alternative there, tried after every longer one; the branches of a node
-    start with different characters, so the backtracking is at most the trie's depth)."""
+    start with different characters, so the backtracking is at most the trie's depth).
+
+    ``grouped``: the whole pattern is one capturing group, so that its ``split`` gives the contents
+    found between the texts (one compile serves ``search`` and ``split``)."""
     trie: dict[str, Any] = {}
     for content in contents:
         if content:
@@ -103,7 +106,9 @@ def occurrence_pattern(contents: Iterable[str], longest: bool = False) -> re.Pat
             branches.append("")  # (longest: this content, once no longer one matches)
         return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
-    return re.compile(alternatives(trie)) if trie else None
+    if not trie:
+        return None
+    return re.compile(f"({alternatives(trie)})" if grouped else alternatives(trie))
 
 _EDGE_STRIDE: Final = 0x110000
 """An edge's key is ``node * _EDGE_STRIDE + code point``."""
@@ -258,19 +263,35 @@ class ContentSearch:
 
     def __init__(self, contents: Iterable[str], longest: bool = False) -> None:
         distinct = {content for content in contents if content}
-        pattern = occurrence_pattern([content for content in distinct if len(content) <= TRIE_DEPTH], longest)
-        self._search = pattern.search if pattern is not None else None
-        self._finditer = pattern.finditer if pattern is not None else None
-        self._split = re.compile(f"({pattern.pattern})").split if pattern is not None else None
+        self._short = [content for content in distinct if len(content) <= TRIE_DEPTH]
+        self._longest = longest
+        self._search: Callable[..., re.Match[str] | None] | None = None
+        self._finditer: Callable[[str], Iterator[re.Match[str]]] | None = None
+        self._split: Callable[[str], list[str]] | None = None
+        self._ready = False
         self.long: list[str] = sorted(content for content in distinct if len(content) > TRIE_DEPTH)
         self.empty = not distinct
         self._long = LongContents(self.long) if self.long else None
+
+    def _prepare(self) -> None:
+        """Compile the trie's pattern, at the first search: a tokenizer made again with one more
+        added token (the transformers patch after ``add_tokens``) compiled two patterns of all the
+        contents in each of three searches at once, 1.1 s of 1.8 s with 5,000 tokens, where most
+        calls ask no search (a bug hunt). One grouped pattern serves ``search`` and ``split``."""
+        pattern = occurrence_pattern(self._short, self._longest, grouped=True)
+        if pattern is not None:
+            self._search = pattern.search
+            self._finditer = pattern.finditer
+            self._split = pattern.split
+        self._ready = True
 
     def each(self, text: str) -> Iterator[re.Match[str]] | None:
         """The leftmost-longest occurrences in ``text``, each after the one before, as ``leftmost``
         gives them one by one (a trie built ``longest``), where no content is long; else None.
         One C iterator: a ``leftmost`` call a match cost 0.33 us of a rank file's encode of
         ``"<|eot_id|>x" * 50000``, tiktoken's whole encode 0.34 us a match."""
+        if not self._ready:
+            self._prepare()
         if self.long or self._finditer is None:
             return None
         return self._finditer(text)
@@ -279,12 +300,16 @@ class ContentSearch:
         """``text`` cut at the occurrences ``each`` gives, as one list of text and contents in turn
         (``["a", "<x>", "", "<x>", ""]``), where no content is long; else None. One C call, with no
         match object a match."""
+        if not self._ready:
+            self._prepare()
         if self.long or self._split is None:
             return None
         return self._split(text)
 
     def occurs(self, text: str) -> bool:
         """Whether one of the contents occurs in ``text``."""
+        if not self._ready:
+            self._prepare()
         if self._search is not None and self._search(text) is not None:
             return True
         return self._long is not None and self._long.leftmost(text, 0, len(text))[0] >= 0
@@ -300,6 +325,8 @@ class ContentSearch:
         automaton is asked only that far (a bug hunt: ``"yx" * 4000`` with a token ``"xy"`` over
         ``"xy" * 50000``, searched to its next occurrence after each match of "xy", which then
         passed it, was 18x tokenizers' encode)."""
+        if not self._ready:
+            self._prepare()
         if self._long is None:
             if self._search is None:
                 return None
