@@ -352,6 +352,11 @@ class Tokenizer:
             # in from_tiktoken; a copy of a .gz file under another name loaded from the cache only)
             gunzipped = [os.fspath(f).endswith(".gz") for f in source.files]
             options = f"{source.kind} {source.rank_file!r} {source.replaced_tokens!r} gz={gunzipped}"
+            if source.kind == "tokenizer.json" and source.rank_file is None and not source.replaced_tokens and not any(gunzipped):
+                # Read as from_file reads it, so named as it names it: one cache entry, and one
+                # digest for a resume (a corpus run begun with the file and resumed with its
+                # folder was refused, "the tokenizer differs"; a bug hunt).
+                options = "tokenizer.json"
             loaded = load_cache.load(source.files, options, source.load)
             if source.kind == "tokenizer.json":
                 from peek2.formats.hf_config import warn_of_differences

@@ -628,3 +628,24 @@ def test_rank_files_and_tiktoken_arguments_a_hunt_broke(tmp_path: Path) -> None:
     for pattern in (None, 5, b"llama3"):
         with pytest.raises(TypeError, match="pattern must be a family name"):
             Tokenizer.from_tiktoken(tmp_path / "r.tiktoken", pattern=pattern)  # type: ignore[arg-type]
+
+
+def test_a_rank_file_given_as_a_tokenizer_json_says_so(tmp_path: Path, data_dir: Path) -> None:
+    """A bug hunt (stop 70): a tiktoken rank file passed where a tokenizer.json goes (``--tokenizer``,
+    ``from_file``) said "not valid JSON (truncated?)", gzipped "not UTF-8 (byte 1)"."""
+    model = data_dir / "tokenizers" / "llama3.2" / "tokenizer.model"
+    (tmp_path / "ranks.tiktoken.gz").write_bytes(gzip.compress(model.read_bytes()[:4096]))
+    with pytest.raises(TokenizerFormatError, match=r"tokenizer.model: a tiktoken rank file .*Tokenizer.from_tiktoken"):
+        Tokenizer.from_file(model)
+    with pytest.raises(TokenizerFormatError, match=r"ranks.tiktoken.gz: gzipped data .*PEEK2_MODEL_<NAME>"):
+        Tokenizer.from_file(tmp_path / "ranks.tiktoken.gz")
+
+
+def test_a_folder_and_its_tokenizer_json_are_one_tokenizer(data_dir: Path) -> None:
+    """A bug hunt (stop 70): a corpus run begun with ``--tokenizer .../tokenizer.json`` and resumed
+    with its folder was refused ("the tokenizer differs from the run's", naming the same file):
+    the two loads named the same content read the same way with two digests (and two cache entries)."""
+    folder = data_dir / "tokenizers" / "gpt4o"
+    by_file, by_folder = Tokenizer.from_file(folder / "tokenizer.json"), Tokenizer.from_pretrained(folder)
+    assert by_file._content_digest() == by_folder._content_digest()
+    assert by_file.encode("Hello <|endoftext|>") == by_folder.encode("Hello <|endoftext|>")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -40,12 +41,32 @@ def load_file(path: str | os.PathLike[str]) -> TokenizerSpec:
     """
     with open(path, "rb") as handle:
         data = handle.read()
+    rank_file = _rank_file_hint(data)
+    if rank_file:
+        raise TokenizerFormatError(f"{os.fspath(path)}: {rank_file}")
     try:
         # (bytes decoded at once: a text-mode read, through the newline decoder, took 40 ms of 9 MB)
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise TokenizerFormatError(f"{os.fspath(path)}: not UTF-8 (byte {error.start}): {error.reason}") from None
     return load_str(text, source=os.fspath(path))
+
+
+_RANK_LINE = re.compile(rb"[A-Za-z0-9+/]+={0,2} [0-9]+\r?\n")
+
+
+def _rank_file_hint(data: bytes) -> str:
+    """What to say where ``data`` is no tokenizer.json but a tiktoken rank file, gzipped or not
+    (an ``o200k_base.tiktoken.gz`` said "not UTF-8 (byte 1)", and Llama-3's ``tokenizer.model``
+    "not valid JSON (truncated?)"; a bug hunt); "" otherwise."""
+    gzipped = data[:2] == b"\x1f\x8b"
+    if not gzipped and not _RANK_LINE.match(data, 0, 512):
+        return ""
+    what = "gzipped data (a gzipped rank file?)" if gzipped else "a tiktoken rank file (base64 token, rank)"
+    return (
+        f"{what}, not a tokenizer.json: load a rank file with Tokenizer.from_tiktoken(path, pattern=..., "
+        "special_tokens=...), or name it for a named model with PEEK2_MODEL_<NAME>=path (docs/models.md)"
+    )
 
 
 def load_str(text: str, source: str = "<string>") -> TokenizerSpec:
